@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -137,10 +138,11 @@ def error_details(exc: grpc.aio.AioRpcError) -> ErrorDetails:
 
     reason = domain = ""
     fields: list[str] = []
-    for key, value in exc.trailing_metadata() or ():
+    trailing: Any = exc.trailing_metadata() or ()
+    for key, value in trailing:
         if key != "grpc-status-details-bin":
             continue
-        status = status_pb2.Status.FromString(value)  # type: ignore[arg-type]
+        status = status_pb2.Status.FromString(value)
         for detail in status.details:
             info = error_details_pb2.ErrorInfo()
             bad = error_details_pb2.BadRequest()
