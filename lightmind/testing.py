@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -89,14 +90,18 @@ class ServiceProcess:
         self.address = address
         self._env = {**os.environ, **env}
         self.proc: subprocess.Popen[bytes] | None = None
+        # The log goes to a file, not a pipe: a pipe nobody reads would block the service.
+        self._log = tempfile.NamedTemporaryFile(prefix=f"{module}-", suffix=".log", delete=False)
+        self._log.close()
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", self.module],
-            env=self._env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        with open(self._log.name, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", self.module],
+                env=self._env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
 
     async def wait_serving(self, wait_seconds: float = 60.0) -> None:
         try:
@@ -118,9 +123,9 @@ class ServiceProcess:
         return self.proc.returncode
 
     def stderr(self) -> str:
-        if self.proc is None or self.proc.stderr is None:
-            return ""
-        return self.proc.stderr.read().decode(errors="replace")
+        """Everything the service has logged so far."""
+        with open(self._log.name, "rb") as log:
+            return log.read().decode(errors="replace")
 
 
 @dataclass
