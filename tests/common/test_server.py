@@ -151,14 +151,14 @@ async def test_sigterm_drains_in_flight_calls_and_exits_cleanly(tmp_path: Path) 
     port = free_port()
     service = ServiceProcess(
         "embedding_svc",
-        {"LIGHTMIND_EMBEDDING_PORT": str(port), "LIGHTMIND_SHUTDOWN_GRACE_SECONDS": "20"},
+        {"LIGHTMIND_EMBEDDING_PORT": str(port), "LIGHTMIND_SHUTDOWN_GRACE_SECONDS": "120"},
         f"127.0.0.1:{port}",
     )
     service.start()
     await service.wait_serving()
     async with grpc.aio.insecure_channel(service.address) as channel:
         stub = pb_grpc.EmbeddingServiceStub(channel)
-        texts = [f"in flight text number {i} " * 20 for i in range(200)]
+        texts = [f"in flight text number {i} " * 20 for i in range(60)]
         in_flight = [
             asyncio.ensure_future(stub.Embed(pb.EmbedRequest(texts=texts))) for _ in range(3)
         ]
@@ -166,8 +166,24 @@ async def test_sigterm_drains_in_flight_calls_and_exits_cleanly(tmp_path: Path) 
         assert service.proc is not None
         os.kill(service.proc.pid, signal.SIGTERM)
         replies = await asyncio.gather(*in_flight)
-        assert all(len(r.embeddings) == 200 for r in replies)
+        assert all(len(r.embeddings) == 60 for r in replies)
         code = await asyncio.to_thread(service.proc.wait, 60)
     assert code == 0, service.stderr()
     log = service.stderr()
     assert "draining" in log and "stopped" in log
+
+
+async def test_healthcheck_command(embedding_server: ServerHandle) -> None:
+    def healthcheck(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "lightmind.healthcheck", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    ok = await asyncio.to_thread(healthcheck, embedding_server.address, EMBED)
+    assert ok.returncode == 0 and "SERVING" in ok.stdout
+    down = await asyncio.to_thread(healthcheck, f"127.0.0.1:{free_port()}")
+    assert down.returncode == 2
