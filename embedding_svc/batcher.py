@@ -24,6 +24,7 @@ import numpy as np
 
 from embedding_svc.backend import Matrix, l2_normalize
 from embedding_svc.tokenize import Encoded
+from lightmind import metrics
 from lightmind.errors import DeadlineExceeded, ResourceExhausted, Unavailable
 
 log = logging.getLogger("lightmind.embedding.batcher")
@@ -82,8 +83,11 @@ class BatcherStats:
 
 
 class Batcher:
-    def __init__(self, run: Callable[[Sequence[Encoded]], Matrix], limits: BatchLimits) -> None:
+    def __init__(
+        self, run: Callable[[Sequence[Encoded]], Matrix], limits: BatchLimits, name: str = ""
+    ) -> None:
         self._run = run
+        self._name = name
         self._limits = limits
         self._pending: collections.deque[tuple[_Job, int]] = collections.deque()
         self._wakeup = asyncio.Event()
@@ -120,6 +124,7 @@ class Batcher:
             remaining=len(texts),
         )
         self._pending.extend((job, i) for i in range(len(texts)))
+        metrics.EMBED_QUEUE_DEPTH.labels(self._name).set(len(self._pending))
         self._wakeup.set()
         return job.future
 
@@ -149,6 +154,7 @@ class Batcher:
                 continue
             window.append((job, index))
         window.sort(key=lambda item: item[0].texts[item[1]].length)
+        metrics.EMBED_QUEUE_DEPTH.labels(self._name).set(len(self._pending))
         return window
 
     def _carve(self, window: list[tuple[_Job, int]]) -> list[list[tuple[_Job, int]]]:
@@ -205,8 +211,11 @@ class Batcher:
         stats.batches += 1
         stats.texts += len(encoded)
         stats.largest_batch = max(stats.largest_batch, len(encoded))
+        padded = len(encoded) * max(e.length for e in encoded)
         stats.real_tokens += sum(e.length for e in encoded)
-        stats.padded_tokens += len(encoded) * max(e.length for e in encoded)
+        stats.padded_tokens += padded
+        metrics.EMBED_BATCH_SIZE.labels(self._name).observe(len(encoded))
+        metrics.EMBED_BATCH_TOKENS.labels(self._name).observe(padded)
 
     def _finish(self, job: _Job) -> None:
         matrix = np.stack([row for row in job.rows if row is not None])

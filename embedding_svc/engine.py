@@ -120,7 +120,7 @@ async def load_engines(config: EmbeddingConfig) -> dict[str, Engine]:
         backend = await asyncio.to_thread(
             OnnxBackend, spec, files.onnx, intra_op_threads=config.intra_op_threads
         )
-        batcher = Batcher(backend.run, limits)
+        batcher = Batcher(backend.run, limits, name)
         batcher.start()
         engines[name] = Engine(spec, files, tokenizer, backend, batcher, tokenize_pool)
     return engines

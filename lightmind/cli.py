@@ -1,4 +1,5 @@
-"""The ``lightmind`` command: ``up`` (every service, one machine) and ``models`` (list, pull)."""
+"""The ``lightmind`` command: ``up`` (every service, one machine), ``models`` (list, pull) and
+``keys`` (create, revoke, list API keys)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,48 @@ def _models_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _keys_file(args: argparse.Namespace) -> Path:
+    value = args.file or os.environ.get("LIGHTMIND_API_KEYS_FILE")
+    if not value:
+        value = str(Path(os.environ.get("LIGHTMIND_DATA_DIR") or "data") / "api-keys.json")
+    return Path(value).expanduser().resolve()
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    from lightmind.apikeys import KeyFile
+
+    try:
+        record, key = KeyFile(_keys_file(args)).create(args.tenant)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"created key {record.id} for tenant {record.tenant} in {_keys_file(args)}")
+    print("the key (shown once; send it as 'authorization: Bearer <key>'):")
+    print(key)
+    return 0
+
+
+def _keys_revoke(args: argparse.Namespace) -> int:
+    from lightmind.apikeys import KeyFile
+
+    try:
+        record = KeyFile(_keys_file(args)).revoke(args.id)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    print(f"revoked key {record.id} of tenant {record.tenant}")
+    return 0
+
+
+def _keys_list(args: argparse.Namespace) -> int:
+    from lightmind.apikeys import KeyFile
+
+    for record in KeyFile(_keys_file(args)).load():
+        state = "revoked" if record.revoked_at else "active"
+        print(f"{record.id}  {record.tenant:<24} {state}")
+    return 0
+
+
 def _up(args: argparse.Namespace) -> int:
     from lightmind import launcher, logs
 
@@ -57,6 +100,17 @@ def main(argv: list[str] | None = None) -> int:
     pulling.add_argument("--model-dir", help="default: $LIGHTMIND_MODEL_DIR or ./models")
     pulling.add_argument("--endpoint", help="hub or mirror URL (default: $HF_ENDPOINT or the hub)")
     pulling.set_defaults(run=_models_pull)
+
+    keys = commands.add_parser("keys", help="API keys (stored hashed in a keys file)")
+    keys.add_argument("--file", help="default: $LIGHTMIND_API_KEYS_FILE or ./data/api-keys.json")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True)
+    creating = key_commands.add_parser("create", help="create a key for a tenant")
+    creating.add_argument("--tenant", required=True)
+    creating.set_defaults(run=_keys_create)
+    revoking = key_commands.add_parser("revoke", help="revoke a key by its id")
+    revoking.add_argument("id")
+    revoking.set_defaults(run=_keys_revoke)
+    key_commands.add_parser("list", help="list keys (ids and tenants)").set_defaults(run=_keys_list)
 
     args = parser.parse_args(argv)
     code: int = args.run(args)

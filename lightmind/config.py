@@ -94,6 +94,16 @@ def env_list(env: Mapping[str, str], name: str, default: tuple[str, ...]) -> tup
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
+def _optional_file(env: Mapping[str, str], name: str) -> Path | None:
+    value = _raw(env, name)
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"{name}={value!r}: no such file")
+    return path
+
+
 def _check_range(name: str, number: float, minimum: float | None, maximum: float | None) -> None:
     if minimum is not None and number < minimum:
         raise ConfigError(f"{name}={number}: must be at least {minimum}")
@@ -112,6 +122,16 @@ class ServerConfig:
     grace_seconds: float
     log_level: str
     log_format: str
+    # Prometheus exporter port for this service; 0 turns it off.
+    metrics_port: int = 0
+    # TLS: both set → the server listens with TLS only.
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    # Per-tenant request rate (requests/second, 0 = unlimited) and burst.
+    rate_limit_rps: float = 0.0
+    rate_limit_burst: int = 0
+    # Tracing: off, console or otlp (OTEL_EXPORTER_OTLP_ENDPOINT says where).
+    tracing: str = "off"
 
     @classmethod
     def from_env(
@@ -122,6 +142,11 @@ class ServerConfig:
         env: Mapping[str, str] | None = None,
     ) -> ServerConfig:
         env = os.environ if env is None else env
+        cert = _optional_file(env, "LIGHTMIND_TLS_CERT_FILE")
+        key = _optional_file(env, "LIGHTMIND_TLS_KEY_FILE")
+        if (cert is None) != (key is None):
+            raise ConfigError("LIGHTMIND_TLS_CERT_FILE and LIGHTMIND_TLS_KEY_FILE go together")
+        rps = env_float(env, "LIGHTMIND_RATE_LIMIT_RPS", 0.0, minimum=0)
         return cls(
             service_name=service_name,
             host=env_str(env, "LIGHTMIND_HOST", "127.0.0.1"),
@@ -134,6 +159,16 @@ class ServerConfig:
                 env, "LIGHTMIND_LOG_LEVEL", "info", ("debug", "info", "warning", "error")
             ),
             log_format=env_choice(env, "LIGHTMIND_LOG_FORMAT", "text", ("text", "json")),
+            metrics_port=env_int(
+                env, f"{prefix}_METRICS_PORT", default_port + 1000, minimum=0, maximum=65535
+            ),
+            tls_cert_file=cert,
+            tls_key_file=key,
+            rate_limit_rps=rps,
+            rate_limit_burst=env_int(
+                env, "LIGHTMIND_RATE_LIMIT_BURST", max(1, int(rps * 2)), minimum=1
+            ),
+            tracing=env_choice(env, "LIGHTMIND_TRACING", "off", ("off", "console", "otlp")),
         )
 
     @property
@@ -148,7 +183,10 @@ class AuthConfig:
     ``api_key`` (the ``authorization`` metadata must carry a known key)."""
 
     mode: str
-    keys: Mapping[str, str] = field(default_factory=dict)  # api key -> tenant
+    # Key (or "sha256:<hex digest>" of a key) -> tenant, from LIGHTMIND_API_KEYS.
+    keys: Mapping[str, str] = field(default_factory=dict)
+    # A keys file written by `lightmind keys create` (hashed keys), re-read when it changes.
+    keys_file: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AuthConfig:
@@ -163,9 +201,14 @@ class AuthConfig:
                     f"got an entry {entry.split('=')[0]!r}=…"
                 )
             keys[key.strip()] = tenant.strip()
-        if mode == "api_key" and not keys:
-            raise ConfigError("LIGHTMIND_AUTH=api_key needs at least one key in LIGHTMIND_API_KEYS")
-        return cls(mode=mode, keys=keys)
+        keys_file_value = _raw(env, "LIGHTMIND_API_KEYS_FILE")
+        keys_file = Path(keys_file_value).expanduser().resolve() if keys_file_value else None
+        if mode == "api_key" and not keys and keys_file is None:
+            raise ConfigError(
+                "LIGHTMIND_AUTH=api_key needs keys: set LIGHTMIND_API_KEYS_FILE "
+                "(see `lightmind keys create`) or LIGHTMIND_API_KEYS"
+            )
+        return cls(mode=mode, keys=keys, keys_file=keys_file)
 
 
 @dataclass(frozen=True)
@@ -215,6 +258,8 @@ class ClientConfig:
     skill_addr: str
     agent_addr: str
     call_timeout_seconds: float
+    # CA bundle that signs the services' certificates; set → calls use TLS.
+    tls_ca_file: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientConfig:
@@ -227,4 +272,5 @@ class ClientConfig:
             call_timeout_seconds=env_float(
                 env, "LIGHTMIND_CALL_TIMEOUT_SECONDS", 30.0, minimum=0.001
             ),
+            tls_ca_file=_optional_file(env, "LIGHTMIND_TLS_CA_FILE"),
         )

@@ -6,10 +6,13 @@
 order clients need: health NOT_SERVING first, then ``server.stop(grace)`` so in-flight calls
 finish, then the service's own closers (pools, models) in reverse order of creation.
 
-The one interceptor does, in this order, for every call: resolve the tenant from the
-``authorization`` metadata (UNAUTHENTICATED on a bad key), bind tenant and request id to the
-call's context, run the handler, translate any exception to a ``google.rpc.Status`` (the only
-place errors are mapped), and write one access-log line with method, code and duration.
+Interceptors, outermost first: OpenTelemetry's server interceptor (only when tracing is on),
+which continues the caller's trace from the metadata; then our one call interceptor, which for
+every call resolves the tenant from the ``authorization`` metadata (UNAUTHENTICATED on a bad
+key), applies the per-tenant rate limit (RESOURCE_EXHAUSTED), binds tenant and request id to
+the call's context, runs the handler, translates any exception to a ``google.rpc.Status`` (the
+only place errors are mapped), counts the call and its latency in Prometheus metrics, and
+writes one access-log line with method, code and duration. Health and reflection skip it.
 """
 
 from __future__ import annotations
@@ -28,9 +31,16 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from lightmind import tenancy
+from lightmind import metrics, tenancy, tracing
 from lightmind.config import AuthConfig, ServerConfig
-from lightmind.errors import LightmindError, classify, internal_status, to_status
+from lightmind.errors import (
+    LightmindError,
+    ResourceExhausted,
+    classify,
+    internal_status,
+    to_status,
+)
+from lightmind.ratelimit import RateLimiter
 
 log = logging.getLogger("lightmind.server")
 access_log = logging.getLogger("lightmind.access")
@@ -65,11 +75,19 @@ class ServiceDefinition:
 
 
 class _CallInterceptor(Interceptor):
-    """Tenant resolution, context binding, error mapping and access log, in that order."""
+    """Tenant, rate limit, context, error mapping, metrics and access log, in that order."""
 
-    def __init__(self, resolver: tenancy.TenantResolver, domain: str) -> None:
+    def __init__(
+        self,
+        resolver: tenancy.TenantResolver,
+        domain: str,
+        service: str,
+        limiter: RateLimiter,
+    ) -> None:
         self._resolver = resolver
         self._domain = domain
+        self._service = service
+        self._limiter = limiter
 
     async def intercept_service(
         self,
@@ -120,6 +138,16 @@ class _CallInterceptor(Interceptor):
             tenant, creds = self._resolver.resolve(metadata)
         except LightmindError as err:
             return tenancy.bind(tenancy.DEFAULT_TENANT, None, request_id), err
+        wait = self._limiter.allow(tenant)
+        if wait > 0:
+            metrics.RATE_LIMITED.labels(self._service).inc()
+            limited = ResourceExhausted(
+                f"rate limit of {self._limiter.rate:g} requests/s for this tenant exceeded; "
+                f"retry in {wait:.2f}s",
+                reason="RATE_LIMITED",
+                metadata={"retry_after_seconds": f"{wait:.3f}"},
+            )
+            return tenancy.bind(tenant, creds, request_id), limited
         return tenancy.bind(tenant, creds, request_id), None
 
     async def _fail(self, context: Context, exc: BaseException, method: str) -> grpc.StatusCode:
@@ -135,12 +163,16 @@ class _CallInterceptor(Interceptor):
         raise AssertionError("unreachable: abort raises")  # pragma: no cover
 
     def _log(self, method: str, code: grpc.StatusCode, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        short = method.rsplit("/", 1)[-1]
+        metrics.RPC_REQUESTS.labels(self._service, short, code.name).inc()
+        metrics.RPC_LATENCY.labels(self._service, short).observe(elapsed)
         access_log.info(
             "%s %s %.1fms",
             method,
             code.name,
-            (time.perf_counter() - started) * 1000,
-            extra={"method": method, "code": code.name},
+            elapsed * 1000,
+            extra={"method": method, "code": code.name, "duration_ms": round(elapsed * 1000, 2)},
         )
 
     def _wrap_unary(
@@ -258,9 +290,14 @@ async def start(
         ("grpc.max_send_message_length", config.max_message_bytes),
         ("grpc.so_reuseport", 0),
     ]
+    call_interceptor = _CallInterceptor(
+        tenancy.TenantResolver(auth),
+        definition.error_domain,
+        config.service_name,
+        RateLimiter(config.rate_limit_rps, config.rate_limit_burst),
+    )
     server = grpc.aio.server(
-        interceptors=[_CallInterceptor(tenancy.TenantResolver(auth), definition.error_domain)],
-        options=options,
+        interceptors=[*tracing.server_interceptors(), call_interceptor], options=options
     )
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -268,7 +305,13 @@ async def start(
     reflection.enable_server_reflection(
         (*definition.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
-    port = server.add_insecure_port(config.address)
+    if config.tls_cert_file is not None and config.tls_key_file is not None:
+        credentials = grpc.ssl_server_credentials(
+            [(config.tls_key_file.read_bytes(), config.tls_cert_file.read_bytes())]
+        )
+        port = server.add_secure_port(config.address, credentials)
+    else:
+        port = server.add_insecure_port(config.address)
     if port == 0:
         raise OSError(f"could not bind {config.address}")
     running = RunningServer(server, health_servicer, definition, port, config.grace_seconds)
@@ -291,6 +334,9 @@ async def run(
     build: Callable[[], Awaitable[ServiceDefinition]],
 ) -> None:
     """Process entry point: build the service, serve until SIGTERM/SIGINT, stop cleanly."""
+    # Tracing first: channels opened while building pick up its client interceptors.
+    tracing.setup(config.service_name, config.tracing)
+    metrics.start_exporter(config.metrics_port, config.host)
     definition = await build()
     try:
         running = await start(config, auth, definition)

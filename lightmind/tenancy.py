@@ -14,6 +14,7 @@ import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lightmind.apikeys import KeyIndex, digest
 from lightmind.config import AuthConfig
 from lightmind.errors import Unauthenticated
 
@@ -73,6 +74,14 @@ class TenantResolver:
 
     def __init__(self, auth: AuthConfig) -> None:
         self._auth = auth
+        self._plain: dict[str, str] = {}
+        self._hashed: dict[str, str] = {}
+        for key, tenant in auth.keys.items():
+            if key.startswith("sha256:"):
+                self._hashed[key.removeprefix("sha256:").lower()] = tenant
+            else:
+                self._plain[key] = tenant
+        self._index = KeyIndex(auth.keys_file) if auth.keys_file is not None else None
 
     def resolve(self, metadata: Sequence[tuple[str, str | bytes]] | None) -> tuple[str, str | None]:
         """Returns ``(tenant, raw authorization value)``; raises Unauthenticated."""
@@ -89,11 +98,21 @@ class TenantResolver:
                 reason="API_KEY_MISSING",
             )
         key = raw[7:].strip() if raw.lower().startswith("bearer ") else raw.strip()
-        # Constant-time comparison against every configured key.
-        tenant: str | None = None
-        for known, known_tenant in self._auth.keys.items():
-            if hmac.compare_digest(known.encode(), key.encode()):
-                tenant = known_tenant
+        tenant = self._lookup(key)
         if tenant is None:
-            raise Unauthenticated("invalid API key", reason="API_KEY_INVALID")
+            raise Unauthenticated("invalid or revoked API key", reason="API_KEY_INVALID")
         return tenant, raw
+
+    def _lookup(self, key: str) -> str | None:
+        found: str | None = None
+        # Constant-time comparisons against every configured key.
+        for known, tenant in self._plain.items():
+            if hmac.compare_digest(known.encode(), key.encode()):
+                found = tenant
+        hashed = digest(key)
+        for known, tenant in self._hashed.items():
+            if hmac.compare_digest(known, hashed):
+                found = tenant
+        if found is None and self._index is not None:
+            found = self._index.tenant_for(key)
+        return found
