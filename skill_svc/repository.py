@@ -173,7 +173,7 @@ class Repository:
                 """INSERT INTO skill_t (host_id, skill_id, parent_skill_id, name, description,
                        content_markdown, description_embedding, embedding_model, version,
                        license, metadata, update_user)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $1)""",
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $1::text)""",
                 current_tenant(),
                 skill_id,
                 uuid.UUID(parent_skill_id) if parent_skill_id else None,
@@ -219,7 +219,7 @@ class Repository:
     ) -> None:
         sets = [f"{column} = ${i}" for i, column in enumerate(values, start=4)]
         sets += ["aggregate_version = aggregate_version + 1", "update_ts = now()"]
-        sets.append("update_user = $1")
+        sets.append("update_user = $1::text")
         try:
             status = await conn.execute(
                 f"""UPDATE {table} SET {", ".join(sets)}
@@ -351,7 +351,7 @@ class Repository:
                 """INSERT INTO tool_t (host_id, tool_id, name, description, implementation_type,
                        implementation, output_schema, annotations, required_access_level,
                        description_embedding, embedding_model, version, update_user)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $1)""",
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $1::text)""",
                 current_tenant(),
                 tool_id,
                 name,
@@ -393,7 +393,7 @@ class Repository:
                 """INSERT INTO tool_param_t (host_id, param_id, tool_id, name, param_type,
                        required, default_value, description, validation_schema, order_index,
                        update_user)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $1)""",
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $1::text)""",
                 [
                     (
                         tenant,

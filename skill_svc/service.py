@@ -551,7 +551,8 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
         model, vector = await self.embedder.query(query)
         found = await self.relations.search(table, vector, model, top_k or 5, restrict)
         found.sort(key=lambda item: -item[1])
-        return model, [(i, s) for i, s in found if s >= min_score]
+        # 0 (unset) means no threshold: cosine similarities can be negative.
+        return model, [(i, s) for i, s in found if not min_score or s >= min_score]
 
     async def DiscoverSkills(
         self, request: pb.DiscoverSkillsRequest, context: Context
