@@ -86,7 +86,9 @@ async def make_skill(
     )
 
 
-def python_tool(name: str, callable_path: str, params: list[pb.ToolParameter], **kw: Any) -> pb.Tool:
+def python_tool(
+    name: str, callable_path: str, params: list[pb.ToolParameter], **kw: Any
+) -> pb.Tool:
     return pb.Tool(
         name=name,
         description=kw.pop("description", f"The {name} tool."),

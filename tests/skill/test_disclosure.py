@@ -40,8 +40,12 @@ async def test_level_one_lists_usable_skills_in_priority_order(stub) -> None:
 async def test_inactive_required_dependency_hides_the_skill(stub) -> None:
     for name in ("report", "charts", "fonts", "extras"):
         await make_skill(stub, name)
-    await stub.AddDependency(pb.AddDependencyRequest(skill="report", depends_on="charts", required=True))
-    await stub.AddDependency(pb.AddDependencyRequest(skill="charts", depends_on="fonts", required=True))
+    await stub.AddDependency(
+        pb.AddDependencyRequest(skill="report", depends_on="charts", required=True)
+    )
+    await stub.AddDependency(
+        pb.AddDependencyRequest(skill="charts", depends_on="fonts", required=True)
+    )
     await stub.AddDependency(pb.AddDependencyRequest(skill="report", depends_on="extras"))
     await grant(stub, "agent", "report")
     listed = await stub.ListAgentSkills(pb.ListAgentSkillsRequest(agent_id="agent"))
@@ -88,8 +92,12 @@ async def test_level_two_loads_tools_dependencies_first_deduplicated(stub) -> No
                 )
             )
         )
-    await stub.AddDependency(pb.AddDependencyRequest(skill="top", depends_on="middle", required=True))
-    await stub.AddDependency(pb.AddDependencyRequest(skill="middle", depends_on="base", required=True))
+    await stub.AddDependency(
+        pb.AddDependencyRequest(skill="top", depends_on="middle", required=True)
+    )
+    await stub.AddDependency(
+        pb.AddDependencyRequest(skill="middle", depends_on="base", required=True)
+    )
     for skill, tool in [
         ("base", "t-base"),
         ("base", "t-shared"),

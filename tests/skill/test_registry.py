@@ -140,7 +140,9 @@ async def test_tool_crud_and_schema(stub) -> None:
     assert fetched == tool
     updated = await stub.UpdateTool(
         pb.UpdateToolRequest(
-            tool=pb.Tool(tool_id=tool.tool_id, parameters=[param("text", pb.PARAMETER_TYPE_STRING)]),
+            tool=pb.Tool(
+                tool_id=tool.tool_id, parameters=[param("text", pb.PARAMETER_TYPE_STRING)]
+            ),
             update_mask=field_mask_pb2.FieldMask(paths=["parameters"]),
             etag=tool.etag,
         )
