@@ -291,6 +291,33 @@ class Repository:
             found[str(row["tool_id"])].append(parameter_from_row(row))
         return found
 
+    async def find_tool(self, ref: str, *, field: str = "tool") -> ToolRecord:
+        """The tool ``ref`` names (name or id), in one query plus its parameters."""
+        if not ref:
+            raise InvalidArgument.field(field, "is required")
+        column = "tool_id" if is_uuid(ref) else "name"
+        row = await self.pool.fetchrow(
+            f"SELECT {TOOL_COLUMNS} FROM tool_t WHERE host_id = $1 AND {column} = $2",
+            current_tenant(),
+            uuid.UUID(ref) if column == "tool_id" else ref,
+        )
+        if row is None:
+            raise NotFound(
+                f"{field}: no tool {ref!r}", reason="TOOL_NOT_FOUND", metadata={"field": field}
+            )
+        params = await self._parameters(self.pool, [row["tool_id"]])
+        return ToolRecord.from_row(row, params[str(row["tool_id"])])
+
+    async def get_skills(self, skill_ids: Sequence[str]) -> list[SkillRecord]:
+        """The skills with these ids, in the given order (missing ones left out)."""
+        rows = await self.pool.fetch(
+            f"SELECT {SKILL_COLUMNS} FROM skill_t WHERE host_id = $1 AND skill_id = ANY($2)",
+            current_tenant(),
+            [uuid.UUID(s) for s in skill_ids],
+        )
+        by_id = {str(r["skill_id"]): SkillRecord.from_row(r) for r in rows}
+        return [by_id[s] for s in skill_ids if s in by_id]
+
     async def get_tool(self, tool_id: str, conn: Any = None) -> ToolRecord:
         tools = await self.get_tools([tool_id], conn)
         if not tools:
