@@ -9,9 +9,9 @@ of another size is refused at start-up rather than at the first write.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
-import grpc
-
+from lightmind.channels import open_channel
 from lightmind.embedding.v1 import embedding_service_pb2 as epb
 from lightmind.embedding.v1 import embedding_service_pb2_grpc as epb_grpc
 from lightmind.errors import FailedPrecondition
@@ -21,8 +21,10 @@ DIMENSIONS = 384
 
 
 class Embedder:
-    def __init__(self, address: str, timeout_seconds: float) -> None:
-        self._channel = grpc.aio.insecure_channel(address)
+    def __init__(
+        self, address: str, timeout_seconds: float, *, tls_ca_file: Path | None = None
+    ) -> None:
+        self._channel = open_channel(address, tls_ca_file=tls_ca_file)
         self._stub = epb_grpc.EmbeddingServiceStub(self._channel)
         self._timeout = timeout_seconds
 

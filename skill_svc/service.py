@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from google.protobuf import empty_pb2
 from google.protobuf.message import Message
 
+from lightmind import metrics
 from lightmind.db import open_database
 from lightmind.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from lightmind.server import Context, ServiceDefinition
@@ -627,7 +628,12 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
         caller = request.caller
         via = await self.repo.skill_id(request.skill) if request.skill else None
         view = await self.relations.agent_view(caller.agent_id)
-        permit = await runner.authorize(self.relations, view, tool, caller.user_id, via)
+        kind = tool.implementation_type
+        try:
+            permit = await runner.authorize(self.relations, view, tool, caller.user_id, via)
+        except PermissionDenied:
+            metrics.TOOL_EXECUTIONS.labels(kind, "denied").inc()
+            raise
         timeout = float(permit.assignment.timeout_seconds) or self.config.default_timeout_seconds
         timeout = min(timeout, self.config.max_timeout_seconds)
         if remaining is not None:
@@ -641,9 +647,15 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
             config=permit.config,
         )
         arguments = convert.dict_of(request.arguments)
-        result = await runner.run_tool(
-            self._executor(tool), tool, arguments, ctx, permit.assignment.max_retries
-        )
+        try:
+            result = await runner.run_tool(
+                self._executor(tool), tool, arguments, ctx, permit.assignment.max_retries
+            )
+        except InvalidArgument:
+            metrics.TOOL_EXECUTIONS.labels(kind, "invalid").inc()
+            raise
+        outcome = "tool_error" if result.outcome.is_error else "ok"
+        metrics.TOOL_EXECUTIONS.labels(kind, outcome).inc()
         return self._response(tool, result, request.request_id)
 
     def _executor(self, tool: ToolRecord) -> Executor:
@@ -699,7 +711,11 @@ async def build(config: SkillConfig) -> ServiceDefinition:
     pool = await open_database(
         config.database, schema="skill", migrations_package="skill_svc.migrations"
     )
-    embedder = Embedder(config.clients.embedding_addr, config.clients.call_timeout_seconds)
+    embedder = Embedder(
+        config.clients.embedding_addr,
+        config.clients.call_timeout_seconds,
+        tls_ca_file=config.clients.tls_ca_file,
+    )
     python = PythonExecutor(config.python_modules)
     rest = RestExecutor(config.rest_allowed_hosts, config.rest_max_response_bytes)
     mcp = McpExecutor(config.mcp_stdio_commands)
