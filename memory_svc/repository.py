@@ -104,7 +104,7 @@ async def insert_memories(
     if spec is SESSION:  # revive an expired duplicate instead of returning it
         on_conflict = (
             "DO UPDATE SET expire_time = EXCLUDED.expire_time, update_time = now(), "
-            f"version = {spec.table}.version + 1 WHERE {spec.table}.expire_time <= now()"
+            "version = m.version + 1 WHERE m.expire_time <= now()"
         )
     sql = (
         f"INSERT INTO {spec.table} AS m (tenant, {names}) "

@@ -385,8 +385,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, request: pb.SearchMemoriesRequest, context: Context
     ) -> pb.SearchMemoriesResponse:
         spec = convert.scope_spec(request.scope, "scope")
-        required = {SESSION: ("session_id",), USER: ("user_id",), AGENT: ("agent_id",)}
-        owners = self._owner_filters(spec, request, required.get(spec, ()))
+        required = {
+            pb.SCOPE_SESSION: ("session_id",),
+            pb.SCOPE_USER: ("user_id",),
+            pb.SCOPE_AGENT: ("agent_id",),
+        }
+        owners = self._owner_filters(spec, request, required.get(spec.scope, ()))
         kbs = [
             convert.knowledge_base(kb, f"knowledge_bases[{i}]")
             for i, kb in enumerate(request.knowledge_bases)
