@@ -96,36 +96,23 @@ async def insert_document(
             if existing is None:
                 raise NotFound("the document was deleted while being ingested; retry")
             return existing, False
-        records = [
-            (
-                tenant,
-                uuid.uuid4(),
-                uuid.UUID(doc_id),
-                doc.knowledge_base,
-                doc.source,
-                chunk.index,
-                chunk.text,
-                Vector(list(vector)),
-                doc.embedding_model,
-                doc.metadata,
-            )
-            for chunk, vector in zip(chunks, vectors, strict=True)
-        ]
-        await conn.copy_records_to_table(
-            "document_chunks",
-            records=records,
-            columns=[
-                "tenant",
-                "id",
-                "document_id",
-                "knowledge_base",
-                "source",
-                "chunk_index",
-                "content",
-                "embedding",
-                "embedding_model",
-                "metadata",
-            ],
+        ids = [uuid.uuid4() for _ in chunks]
+        await conn.execute(
+            "INSERT INTO document_chunks (tenant, id, document_id, knowledge_base, source, "
+            "chunk_index, content, embedding, embedding_model, metadata) "
+            "SELECT $1, c.id, $2::uuid, $3, $4, c.idx, c.content, c.embedding, $5, $6 "
+            "FROM unnest($7::uuid[], $8::integer[], $9::text[], $10::vector[]) "
+            "AS c(id, idx, content, embedding)",
+            tenant,
+            doc_id,
+            doc.knowledge_base,
+            doc.source,
+            doc.embedding_model,
+            doc.metadata,
+            ids,
+            [c.index for c in chunks],
+            [c.text for c in chunks],
+            [Vector(list(v)) for v in vectors],
         )
     return row, True
 
