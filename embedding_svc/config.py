@@ -62,7 +62,7 @@ class EmbeddingConfig:
                 f"LIGHTMIND_EMBEDDING_MAX_TEXTS={max_texts}"
             )
         longest = max(REGISTRY[name].max_tokens for name in models)
-        max_batch_tokens = env_int(env, "LIGHTMIND_EMBEDDING_MAX_BATCH_TOKENS", 16384, minimum=1)
+        max_batch_tokens = env_int(env, "LIGHTMIND_EMBEDDING_MAX_BATCH_TOKENS", 2048, minimum=1)
         if max_batch_tokens < longest:
             raise ConfigError(
                 f"LIGHTMIND_EMBEDDING_MAX_BATCH_TOKENS={max_batch_tokens} is below the longest "

@@ -91,7 +91,11 @@ class EmbeddedPostgres:
             capture_output=True,
             text=True,
             timeout=timeout,
+            # Group and supplementary groups too: with root's group left in place, a directory
+            # that is 0701 root:root would deny us through its (empty) group bits.
             user=self._run_as,
+            group=self._run_as,
+            extra_groups=[] if self._run_as else None,
             cwd="/",
             check=False,
         )

@@ -2,27 +2,31 @@
 
 ``free_port`` finds an unused TCP port; ``ServerHandle`` starts one service's real gRPC server
 in-process on port 0 (through the same bootstrap ``python -m <service>`` uses) and stops it;
-``ServiceProcess`` runs a service as a separate process, as in production, and waits until its
-health check reports SERVING.
+``error_details`` unpacks the rich status of a failed call. ``ServiceProcess`` (from
+``lightmind.process``) runs a service as a separate process.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 import socket
-import subprocess
-import sys
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lightmind import server
 from lightmind.config import AuthConfig, ServerConfig
+from lightmind.process import ServiceProcess, wait_serving
+
+__all__ = [
+    "ErrorDetails",
+    "ServerHandle",
+    "ServiceProcess",
+    "error_details",
+    "free_port",
+    "wait_serving",
+]
 
 
 def free_port() -> int:
@@ -62,65 +66,6 @@ class ServerHandle:
         definition = await build()
         running = await server.start(config, auth or AuthConfig(mode="off"), definition)
         return cls(running)
-
-
-async def wait_serving(address: str, wait_seconds: float = 60.0) -> None:
-    """Polls grpc.health.v1 until the server reports SERVING."""
-    deadline = time.monotonic() + wait_seconds
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while True:
-            try:
-                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=2)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.aio.AioRpcError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{address} did not become SERVING in {wait_seconds}s")
-            await asyncio.sleep(0.2)
-
-
-class ServiceProcess:
-    """A service run as ``python -m <module>`` with the given environment."""
-
-    def __init__(self, module: str, env: Mapping[str, str], address: str) -> None:
-        self.module = module
-        self.address = address
-        self._env = {**os.environ, **env}
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", self.module],
-            env=self._env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-
-    async def wait_serving(self, wait_seconds: float = 60.0) -> None:
-        try:
-            await wait_serving(self.address, wait_seconds)
-        except TimeoutError:
-            self.stop()
-            raise
-
-    def stop(self, timeout: float = 30.0) -> int | None:
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def stderr(self) -> str:
-        if self.proc is None or self.proc.stderr is None:
-            return ""
-        return self.proc.stderr.read().decode(errors="replace")
 
 
 @dataclass
