@@ -1,7 +1,8 @@
 """Channels for calls from one service to another (and from the CLI): one way to open them.
 
 ``open_channel`` applies what every outgoing hop needs: TLS when a CA bundle is configured,
-the message size limit, keepalive, and the tracing interceptors that carry trace context.
+the message size limit, keepalive, quick reconnects, and the tracing interceptors that carry
+trace context.
 Callers still pass a deadline (``ClientConfig.call_timeout_seconds``) and
 ``tenancy.forward_metadata()`` on each call.
 """
@@ -26,6 +27,11 @@ def open_channel(
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.keepalive_time_ms", 30_000),
         ("grpc.keepalive_timeout_ms", 10_000),
+        # Reconnect quickly once a restarted peer is back, instead of gRPC's default of
+        # backing off for up to two minutes.
+        ("grpc.initial_reconnect_backoff_ms", 200),
+        ("grpc.min_reconnect_backoff_ms", 200),
+        ("grpc.max_reconnect_backoff_ms", 2000),
     ]
     interceptors = tracing.client_interceptors()
     if tls_ca_file is not None:

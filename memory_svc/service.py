@@ -22,6 +22,8 @@ import grpc
 from google.protobuf import empty_pb2
 from google.protobuf.message import Message
 
+from lightmind import metrics
+from lightmind.channels import open_channel
 from lightmind.db import open_database
 from lightmind.errors import FailedPrecondition, InvalidArgument
 from lightmind.memory.v1 import memory_service_pb2 as pb
@@ -617,14 +619,11 @@ async def build(config: MemoryConfig) -> ServiceDefinition:
     pool = await open_database(
         config.database, schema="memory", migrations_package="memory_svc.migrations"
     )
-    channel = grpc.aio.insecure_channel(
+    metrics.track_pool("memory", pool.get_size, pool.get_idle_size)
+    channel = open_channel(
         config.clients.embedding_addr,
-        options=[
-            ("grpc.initial_reconnect_backoff_ms", 200),
-            ("grpc.min_reconnect_backoff_ms", 200),
-            ("grpc.max_reconnect_backoff_ms", 2000),
-            ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-        ],
+        tls_ca_file=config.clients.tls_ca_file,
+        max_message_bytes=64 * 1024 * 1024,
     )
     embedder = Embedder(
         channel,

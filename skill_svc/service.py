@@ -711,6 +711,7 @@ async def build(config: SkillConfig) -> ServiceDefinition:
     pool = await open_database(
         config.database, schema="skill", migrations_package="skill_svc.migrations"
     )
+    metrics.track_pool("skill", pool.get_size, pool.get_idle_size)
     embedder = Embedder(
         config.clients.embedding_addr,
         config.clients.call_timeout_seconds,
