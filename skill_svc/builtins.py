@@ -5,8 +5,8 @@ walking the expression's AST (never ``eval``): numbers, + - * / // % **, unary s
 parentheses and a fixed set of math functions and constants, with limits on expression
 length, exponent size and result magnitude so a call cannot burn CPU or memory.
 
-A memory-search built-in (through MemoryService) is not shipped yet: the
-``lightmind.memory.v1`` contract is not in this tree.
+The memory-search built-in lives in ``skill_svc.memory_tools`` (it needs a MemoryService
+client).
 """
 
 from __future__ import annotations

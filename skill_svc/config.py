@@ -90,7 +90,9 @@ class SkillConfig:
             default_timeout_seconds=default_timeout,
             max_timeout_seconds=max_timeout,
             max_content_bytes=env_int(env, f"{PREFIX}_MAX_CONTENT_BYTES", 256 * 1024, minimum=1024),
-            python_modules=env_list(env, f"{PREFIX}_PYTHON_MODULES", ("skill_svc.builtins",)),
+            python_modules=env_list(
+                env, f"{PREFIX}_PYTHON_MODULES", ("skill_svc.builtins", "skill_svc.memory_tools")
+            ),
             rest_allowed_hosts=env_list(env, f"{PREFIX}_REST_ALLOWED_HOSTS", ("*",)),
             rest_max_response_bytes=env_int(
                 env, f"{PREFIX}_REST_MAX_RESPONSE_BYTES", 1024 * 1024, minimum=1
