@@ -1,5 +1,6 @@
-"""The ``lightmind`` command: ``up`` (every service, one machine), ``models`` (list, pull) and
-``keys`` (create, revoke, list API keys)."""
+"""The ``lightmind`` command: ``up`` (every service, one machine), ``models`` (list, pull),
+``keys`` (create, revoke, list API keys), ``ingest`` (files into organizational memory) and
+``skills import`` (Agent Skills folders)."""
 
 from __future__ import annotations
 
@@ -77,6 +78,18 @@ def _keys_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ingest(args: argparse.Namespace) -> int:
+    from lightmind.client_commands import run_ingest
+
+    return run_ingest(args.paths, args.knowledge_base, args.chunk_tokens, args.overlap)
+
+
+def _skills_import(args: argparse.Namespace) -> int:
+    from lightmind.client_commands import run_import_skills
+
+    return run_import_skills(args.folder, args.overwrite)
+
+
 def _up(args: argparse.Namespace) -> int:
     from lightmind import launcher, logs
 
@@ -111,6 +124,22 @@ def main(argv: list[str] | None = None) -> int:
     revoking.add_argument("id")
     revoking.set_defaults(run=_keys_revoke)
     key_commands.add_parser("list", help="list keys (ids and tenants)").set_defaults(run=_keys_list)
+
+    ingest = commands.add_parser(
+        "ingest", help="ingest files or folders into organizational memory (MemoryService)"
+    )
+    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--knowledge-base", default="", help="default: the 'default' base")
+    ingest.add_argument("--chunk-tokens", type=int, default=0, help="0: the server's default")
+    ingest.add_argument("--overlap", type=int, default=0, help="0: the server's default")
+    ingest.set_defaults(run=_ingest)
+
+    skills = commands.add_parser("skills", help="skills in SkillService")
+    skill_commands = skills.add_subparsers(dest="skills_command", required=True)
+    importing = skill_commands.add_parser("import", help="import Agent Skills folders (SKILL.md)")
+    importing.add_argument("folder", metavar="DIR")
+    importing.add_argument("--overwrite", action="store_true", help="update same-named skills")
+    importing.set_defaults(run=_skills_import)
 
     args = parser.parse_args(argv)
     code: int = args.run(args)
