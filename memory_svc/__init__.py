@@ -1,0 +1,1 @@
+"""MemoryService: scoped vector memory (session, user, agent, organization) on pgvector."""

@@ -1,0 +1,1 @@
+"""SkillService: the skill and tool registry, progressive disclosure and tool execution."""

@@ -1,0 +1,1 @@
+"""Tool executors, one per implementation type, behind one interface (see ``base``)."""
