@@ -106,7 +106,7 @@ class Relations:
             await conn.execute(
                 """INSERT INTO agent_skill_t (host_id, agent_def_id, skill_id, config, priority,
                        sequence_id, timeout_seconds, max_retries, allowed_users, update_user)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $1)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $1::text)
                    ON CONFLICT (host_id, agent_def_id, skill_id) DO UPDATE SET
                        config = EXCLUDED.config, priority = EXCLUDED.priority,
                        sequence_id = EXCLUDED.sequence_id,
@@ -199,7 +199,7 @@ class Relations:
         row = await self.pool.fetchrow(
             """INSERT INTO skill_tool_t (host_id, skill_id, tool_id, config, access_level,
                    update_user)
-               VALUES ($1, $2, $3, $4, $5, $1)
+               VALUES ($1, $2, $3, $4, $5, $1::text)
                ON CONFLICT (host_id, skill_id, tool_id) DO UPDATE SET
                    config = EXCLUDED.config, access_level = EXCLUDED.access_level,
                    active = true, aggregate_version = skill_tool_t.aggregate_version + 1,
@@ -315,7 +315,7 @@ class Relations:
             await conn.execute(
                 """INSERT INTO skill_dependency_t (host_id, skill_id, depends_on_skill_id,
                        required, update_user)
-                   VALUES ($1, $2, $3, $4, $1)
+                   VALUES ($1, $2, $3, $4, $1::text)
                    ON CONFLICT (host_id, skill_id, depends_on_skill_id) DO UPDATE SET
                        required = EXCLUDED.required, active = true,
                        aggregate_version = skill_dependency_t.aggregate_version + 1,

@@ -173,7 +173,7 @@ class Repository:
                 """INSERT INTO skill_t (host_id, skill_id, parent_skill_id, name, description,
                        content_markdown, description_embedding, embedding_model, version,
                        license, metadata, update_user)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $1)""",
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $1::text)""",
                 current_tenant(),
                 skill_id,
                 uuid.UUID(parent_skill_id) if parent_skill_id else None,
@@ -219,7 +219,7 @@ class Repository:
     ) -> None:
         sets = [f"{column} = ${i}" for i, column in enumerate(values, start=4)]
         sets += ["aggregate_version = aggregate_version + 1", "update_ts = now()"]
-        sets.append("update_user = $1")
+        sets.append("update_user = $1::text")
         try:
             status = await conn.execute(
                 f"""UPDATE {table} SET {", ".join(sets)}
@@ -291,6 +291,33 @@ class Repository:
             found[str(row["tool_id"])].append(parameter_from_row(row))
         return found
 
+    async def find_tool(self, ref: str, *, field: str = "tool") -> ToolRecord:
+        """The tool ``ref`` names (name or id), in one query plus its parameters."""
+        if not ref:
+            raise InvalidArgument.field(field, "is required")
+        column = "tool_id" if is_uuid(ref) else "name"
+        row = await self.pool.fetchrow(
+            f"SELECT {TOOL_COLUMNS} FROM tool_t WHERE host_id = $1 AND {column} = $2",
+            current_tenant(),
+            uuid.UUID(ref) if column == "tool_id" else ref,
+        )
+        if row is None:
+            raise NotFound(
+                f"{field}: no tool {ref!r}", reason="TOOL_NOT_FOUND", metadata={"field": field}
+            )
+        params = await self._parameters(self.pool, [row["tool_id"]])
+        return ToolRecord.from_row(row, params[str(row["tool_id"])])
+
+    async def get_skills(self, skill_ids: Sequence[str]) -> list[SkillRecord]:
+        """The skills with these ids, in the given order (missing ones left out)."""
+        rows = await self.pool.fetch(
+            f"SELECT {SKILL_COLUMNS} FROM skill_t WHERE host_id = $1 AND skill_id = ANY($2)",
+            current_tenant(),
+            [uuid.UUID(s) for s in skill_ids],
+        )
+        by_id = {str(r["skill_id"]): SkillRecord.from_row(r) for r in rows}
+        return [by_id[s] for s in skill_ids if s in by_id]
+
     async def get_tool(self, tool_id: str, conn: Any = None) -> ToolRecord:
         tools = await self.get_tools([tool_id], conn)
         if not tools:
@@ -351,7 +378,7 @@ class Repository:
                 """INSERT INTO tool_t (host_id, tool_id, name, description, implementation_type,
                        implementation, output_schema, annotations, required_access_level,
                        description_embedding, embedding_model, version, update_user)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $1)""",
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $1::text)""",
                 current_tenant(),
                 tool_id,
                 name,
@@ -393,7 +420,7 @@ class Repository:
                 """INSERT INTO tool_param_t (host_id, param_id, tool_id, name, param_type,
                        required, default_value, description, validation_schema, order_index,
                        update_user)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $1)""",
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $1::text)""",
                 [
                     (
                         tenant,

@@ -551,7 +551,8 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
         model, vector = await self.embedder.query(query)
         found = await self.relations.search(table, vector, model, top_k or 5, restrict)
         found.sort(key=lambda item: -item[1])
-        return model, [(i, s) for i, s in found if s >= min_score]
+        # 0 (unset) means no threshold: cosine similarities can be negative.
+        return model, [(i, s) for i, s in found if not min_score or s >= min_score]
 
     async def DiscoverSkills(
         self, request: pb.DiscoverSkillsRequest, context: Context
@@ -565,8 +566,9 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
             request.min_score,
         )
         response = pb.DiscoverSkillsResponse(model=model)
+        records = {s.skill_id: s for s in await self.repo.get_skills([i for i, _ in found])}
         for skill_id, score in found:
-            record = await self.repo.get_skill(skill_id)
+            record = records[skill_id]
             response.results.append(
                 pb.ScoredSkill(
                     skill=pb.SkillSummary(
@@ -619,8 +621,7 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
     async def _execute(
         self, request: pb.ExecuteToolRequest, remaining: float | None
     ) -> pb.ExecuteToolResponse:
-        tool_id = await self.repo.tool_id(request.tool)
-        tool = await self.repo.get_tool(tool_id)
+        tool = await self.repo.find_tool(request.tool)
         if not tool.active:
             raise FailedPrecondition(f"tool: {tool.name!r} is deleted", reason="TOOL_INACTIVE")
         caller = request.caller

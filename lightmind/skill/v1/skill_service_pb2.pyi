@@ -1698,7 +1698,7 @@ class DiscoverSkillsRequest(_message.Message):
     user_id: _builtins.str
     """Optional. With agent_id: the user the agent acts for."""
     min_score: _builtins.float
-    """Optional. Leave out results scoring below this cosine similarity."""
+    """Optional. Leave out results scoring below this cosine similarity; 0 means no threshold."""
     def __init__(
         self,
         *,
@@ -1792,7 +1792,7 @@ class DiscoverToolsRequest(_message.Message):
     user_id: _builtins.str
     """Optional. With agent_id: the user the agent acts for."""
     min_score: _builtins.float
-    """Optional. Leave out results scoring below this cosine similarity."""
+    """Optional. Leave out results scoring below this cosine similarity; 0 means no threshold."""
     def __init__(
         self,
         *,
