@@ -154,9 +154,7 @@ async def start_stack(
     channels: list[grpc.aio.Channel] = []
 
     async def start(**extra: str) -> Stack:
-        env = agent_env(
-            database_url, memory.address, skill.address, scripted_llm.base_url, **extra
-        )
+        env = agent_env(database_url, memory.address, skill.address, scripted_llm.base_url, **extra)
         config = AgentConfig.from_env(env)
         handle = await ServerHandle.start("agent", lambda: build_agent(config))
         handles.append(handle)

@@ -121,8 +121,12 @@ class ScriptedLLM:
         for index, tc in enumerate(tool_calls):
             args = tc["function"]["arguments"]
             half = len(args) // 2
-            first = {"index": index, "id": tc["id"], "type": "function",
-                     "function": {"name": tc["function"]["name"], "arguments": args[:half]}}
+            first = {
+                "index": index,
+                "id": tc["id"],
+                "type": "function",
+                "function": {"name": tc["function"]["name"], "arguments": args[:half]},
+            }
             second = {"index": index, "function": {"arguments": args[half:]}}
             for fragment in (first, second):
                 await send(

@@ -205,12 +205,11 @@ async def test_clarification_then_resume_without_re_execution(stack: Stack) -> N
     stack.llm.add(text("2 + 2 is 4, and 3 * 3 is 9; adding 5 gives 18."))
     second = await stack.chat(session, "Add 5")
 
-    assert kinds(second) == [
+    assert [k for k in kinds(second) if k != "text_delta"] == [
         "context_retrieved",
         "tool_result",  # the answer completes the pending ask_user call
         "tool_call",  # c4 was still open; c2 completed before and is not run again
         "tool_result",
-        *["text_delta"] * 12,
         "final_answer",
     ]
     assert second[1].tool_result.call_id == "c3"
