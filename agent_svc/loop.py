@@ -227,6 +227,7 @@ class Turn:
                     )
                 )
                 await self._after_turn(self.answer)
+                await self._final_timings(row["id"])
                 return
             await self._write(
                 "assistant",
@@ -257,6 +258,14 @@ class Turn:
             )
         )
         await self._after_turn(text)
+        await self._final_timings(row["id"])
+
+    async def _final_timings(self, message_id: uuid.UUID) -> None:
+        """The answer's metadata gets the whole turn's timings (memory writes included)."""
+        async with self.deps.pool.acquire() as conn:
+            await repository.merge_message_metadata(
+                conn, message_id, {"turn_timings_ms": self.timings.as_dict()}
+            )
 
     async def _resume(self, open_message: Any) -> AsyncIterator[pb.ChatResponse]:
         """Completes the step that asked the question: the answer is the pending call's

@@ -251,6 +251,17 @@ async def insert_message(
     return row
 
 
+async def merge_message_metadata(
+    conn: asyncpg.Connection, message_id: uuid.UUID, metadata: dict[str, Any]
+) -> None:
+    await conn.execute(
+        "UPDATE chat_message SET metadata = metadata || $3 WHERE tenant = $1 AND id = $2",
+        current_tenant(),
+        message_id,
+        metadata,
+    )
+
+
 async def recent_messages(
     conn: asyncpg.Connection, session_id: uuid.UUID, limit: int
 ) -> list[Record]:

@@ -1,4 +1,5 @@
-"""The ``lightmind`` command: ``up`` (every service, one machine) and ``models`` (list, pull)."""
+"""The ``lightmind`` command: ``up`` (every service, one machine), ``models`` (list, pull) and
+``chat`` (talk to an agent)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     pulling.add_argument("--model-dir", help="default: $LIGHTMIND_MODEL_DIR or ./models")
     pulling.add_argument("--endpoint", help="hub or mirror URL (default: $HF_ENDPOINT or the hub)")
     pulling.set_defaults(run=_models_pull)
+
+    from lightmind import chat_cli
+
+    chat_cli.add_parser(commands)
 
     args = parser.parse_args(argv)
     code: int = args.run(args)
