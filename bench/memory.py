@@ -49,11 +49,12 @@ from lightmind.testing import ServiceProcess, free_port
 DIMS = 384
 AGENT = str(uuid.uuid4())
 MODEL = "all-minilm-l6-v2-int8"
-WORDS = [
-    *"policy employee expense report receipt travel vacation benefit contract invoice".split(),
-    *"customer order shipping refund account password security incident review budget".split(),
-    *"the a of to and in is for on with as by at from that this be are was it or an".split(),
-]
+_VOCABULARY = (
+    "policy employee expense report receipt travel vacation benefit contract invoice "
+    "customer order shipping refund account password security incident review budget "
+    "the a of to and in is for on with as by at from that this be are was it or an which"
+)
+WORDS = _VOCABULARY.split()
 
 
 def clustered(rng: np.random.Generator, centres: np.ndarray, n: int, noise: float) -> np.ndarray:

@@ -10,7 +10,7 @@ import grpc
 import numpy as np
 import pytest
 from google.protobuf import json_format, struct_pb2
-from memory_helpers import AGENT, SESSION, A, agent_memory, session_memory, unit_vectors
+from memory_helpers import AGENT, SESSION, USER, A, agent_memory, session_memory, unit_vectors
 
 from lightmind.memory.v1 import memory_service_pb2 as pb
 from lightmind.testing import error_details
@@ -303,3 +303,55 @@ async def test_expired_session_memories_never_appear_and_are_swept(
         assert again.expire_time.seconds > again.create_time.seconds
     finally:
         await conn.close()
+
+
+async def test_iterative_index_scan_fills_k_under_a_selective_metadata_filter(
+    database_url,
+) -> None:
+    """The index path itself (no exact fallback): with a filter matching 6 of 2,506 rows the
+    planner picks the HNSW index; a plain scan finds too few, the iterative scan finds k."""
+    from google.protobuf import struct_pb2
+
+    from lightmind.db import load_migrations, open_pool
+    from memory_svc import repository, search
+    from memory_svc.scopes import USER as USER_SCOPE
+
+    pool = await open_pool(
+        database_url, schema="memory", migrations=load_migrations("memory_svc.migrations")
+    )
+    try:
+        vectors = clustered(2506, seed=1)
+        rows = [
+            repository.NewMemory(
+                content=f"m{i}",
+                embedding=vectors[i].tolist(),
+                embedding_model="m",
+                owners={"agent_id": AGENT, "user_id": USER},
+                memory_type="fact",
+                metadata={"tag": "rare" if i >= 2500 else "common"},
+            )
+            for i in range(2506)
+        ]
+        rare = pb.MetadataFilter(
+            equals=pb.EqualsCondition(key="tag", value=struct_pb2.Value(string_value="rare"))
+        )
+        query = search.Query(USER_SCOPE, vectors[0].tolist(), "m", {"user_id": USER}, 5, rare)
+        async with pool.acquire() as conn:
+            await repository.insert_memories(conn, USER_SCOPE, rows)
+            await conn.execute("ANALYZE user_memories")
+            found = await search._approximate(conn, query, 5, ef_search=10)
+            params = search.Params(["default"])
+            vec = params.add(search.Vector(vectors[0].tolist()))
+            where = search._where(query, params, with_filter=True)
+            naive_sql = (
+                f"SELECT m.id FROM user_memories m WHERE {where} "
+                f"ORDER BY m.embedding <=> {vec} LIMIT 5"
+            )
+            plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + naive_sql, *params.values))
+            naive = await conn.fetch(naive_sql, *params.values)
+    finally:
+        await pool.close()
+    assert "user_memories_embedding" in plan  # the HNSW index really is in use
+    assert len(naive) < 5  # what mem0/LangGraph-style post-filtering returns
+    assert [r["content"] for r in found] and len(found) == 5
+    assert {r["content"] for r in found} <= {f"m{i}" for i in range(2500, 2506)}
