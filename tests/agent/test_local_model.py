@@ -23,9 +23,7 @@ async def test_a_turn_with_the_local_model(start_stack: Any) -> None:
         LIGHTMIND_LLM_LOCAL_CONTEXT_TOKENS="2048",
         LIGHTMIND_LLM_LOCAL_THREADS="2",
     )
-    agent = await stack.new_agent(
-        max_iterations=2, chat_options=pb.ChatOptions(temperature=0.0)
-    )
+    agent = await stack.new_agent(max_iterations=2, chat_options=pb.ChatOptions(temperature=0.0))
     session = await stack.new_session(agent)
 
     events = await stack.chat(session, "Say hello to me in one short sentence.")
