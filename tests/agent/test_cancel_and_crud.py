@@ -7,7 +7,7 @@ import asyncio
 import asyncpg
 import grpc
 import pytest
-from conftest import USER_A, Stack
+from agent_helpers import USER_A, Stack
 from google.protobuf import field_mask_pb2
 from scripted_llm import call, text
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import Stack, kinds
+from agent_helpers import Stack, kinds
 
 from lightmind.agent.v1 import agent_service_pb2 as pb
 from lightmind.memory.v1 import memory_service_pb2 as mpb

@@ -7,7 +7,7 @@ import uuid
 
 import grpc
 import pytest
-from conftest import USER_A, Stack, kinds
+from agent_helpers import USER_A, Stack, kinds
 from scripted_llm import call, calls, text
 
 from lightmind.agent.v1 import agent_service_pb2 as pb
