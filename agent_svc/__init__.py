@@ -1,0 +1,1 @@
+"""AgentService: agents, chat sessions and the Think -> Retrieve -> LLM -> Execute loop."""
