@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from conftest import grant, make_skill, param, python_tool
+from skill_helpers import grant, make_skill, param, python_tool
 
 from lightmind.skill.v1 import skill_service_pb2 as pb
 from lightmind.testing import error_details

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import grpc
 import pytest
-from conftest import grant, make_skill, param, python_tool, struct
+from skill_helpers import grant, make_skill, param, python_tool, struct
 
 from lightmind.skill.v1 import skill_service_pb2 as pb
 from lightmind.testing import error_details
@@ -329,7 +329,7 @@ async def test_retries_only_for_idempotent_tools(stub, backend) -> None:
 
 
 async def test_rest_host_allow_list(database_url, embedding_server) -> None:
-    from conftest import skill_env
+    from skill_helpers import skill_env
 
     from lightmind.testing import ServerHandle
     from skill_svc.config import SkillConfig

@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
-from conftest import grant, make_skill, struct
+from skill_helpers import grant, make_skill, struct
 
 from lightmind.skill.v1 import skill_service_pb2 as pb
 from lightmind.testing import error_details, free_port

@@ -6,7 +6,7 @@ import uuid
 
 import grpc
 import pytest
-from conftest import grant, make_skill, param, python_tool, skill_env, struct
+from skill_helpers import grant, make_skill, param, python_tool, skill_env, struct
 
 from lightmind.memory.v1 import memory_service_pb2 as mpb
 from lightmind.memory.v1 import memory_service_pb2_grpc as mpb_grpc

@@ -7,8 +7,8 @@ import uuid
 
 import grpc
 import pytest
-from conftest import make_skill, param, python_tool
 from google.protobuf import field_mask_pb2
+from skill_helpers import make_skill, param, python_tool, struct
 
 from lightmind.skill.v1 import skill_service_pb2 as pb
 from lightmind.testing import error_details
@@ -126,7 +126,7 @@ async def test_tool_crud_and_schema(stub) -> None:
                         pb.PARAMETER_TYPE_INTEGER,
                         required=False,
                         order=1,
-                        validation_schema=__import__("conftest").struct({"minimum": 1}),
+                        validation_schema=struct({"minimum": 1}),
                     ),
                 ],
                 annotations=pb.ToolAnnotations(read_only_hint=True, idempotent_hint=True),

@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import grant, make_skill, struct
+from skill_helpers import grant, make_skill, struct
 
 from lightmind.skill.v1 import skill_service_pb2 as pb
 
