@@ -13,8 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-import grpc
-
+from lightmind.channels import open_channel
 from lightmind.config import ClientConfig
 from lightmind.memory.v1 import memory_service_pb2 as mpb
 from lightmind.memory.v1 import memory_service_pb2_grpc as mpb_grpc
@@ -50,8 +49,8 @@ class Downstream:
 
     def __init__(self, clients: ClientConfig) -> None:
         self._timeout = clients.call_timeout_seconds
-        self._memory_channel = grpc.aio.insecure_channel(clients.memory_addr)
-        self._skill_channel = grpc.aio.insecure_channel(clients.skill_addr)
+        self._memory_channel = open_channel(clients.memory_addr, tls_ca_file=clients.tls_ca_file)
+        self._skill_channel = open_channel(clients.skill_addr, tls_ca_file=clients.tls_ca_file)
         self.memory = mpb_grpc.MemoryServiceStub(self._memory_channel)
         self.skill = spb_grpc.SkillServiceStub(self._skill_channel)
 

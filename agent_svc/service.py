@@ -28,7 +28,7 @@ from agent_svc.config import AgentConfig
 from agent_svc.llm.base import LlmBackend
 from agent_svc.loop import Deps, Turn
 from agent_svc.pagination import PageTokens, page_size
-from lightmind import errors
+from lightmind import errors, metrics
 from lightmind.agent.v1 import agent_service_pb2 as pb
 from lightmind.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from lightmind.db import open_database
@@ -396,6 +396,7 @@ async def build(config: AgentConfig, llm: LlmBackend | None = None) -> ServiceDe
     pool: asyncpg.Pool = await open_database(
         config.database, schema="agent", migrations_package="agent_svc.migrations"
     )
+    metrics.track_pool("agent", pool.get_size, pool.get_idle_size)
     downstream = Downstream(config.clients)
     try:
         backend = llm or await make_llm(config)

@@ -11,12 +11,14 @@ import argparse
 import os
 import sys
 import uuid
+from pathlib import Path
 from typing import Any, TextIO
 
 import grpc
 
 from lightmind.agent.v1 import agent_service_pb2 as pb
 from lightmind.agent.v1 import agent_service_pb2_grpc as pb_grpc
+from lightmind.channels import open_channel
 
 USER_NAMESPACE = uuid.UUID("0b5c7c38-3f0e-4c55-9c1a-9d8f2d1e4a77")
 
@@ -57,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
 
 async def _chat(args: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
     metadata = (("authorization", f"Bearer {args.api_key}"),) if args.api_key else ()
-    async with grpc.aio.insecure_channel(args.addr) as channel:
+    ca = os.environ.get("LIGHTMIND_TLS_CA_FILE")
+    async with open_channel(args.addr, tls_ca_file=Path(ca) if ca else None) as channel:
         stub = pb_grpc.AgentServiceStub(channel)
         if args.session:
             session = await stub.GetSession(
