@@ -118,8 +118,10 @@ def make_texts(n: int, seed: int = 7) -> list[str]:
     return texts
 
 
-def raw_baseline(texts: list[str], batch: int) -> tuple[float, int]:
-    """Seconds and real tokens for raw onnxruntime, fixed batches in arrival order."""
+def raw_baseline(texts: list[str], batch: int, sorted_cap_tokens: int = 0) -> tuple[float, int]:
+    """Seconds and real tokens for raw onnxruntime: fixed batches in arrival order, or, with
+    ``sorted_cap_tokens``, texts sorted by length and cut into batches of at most that many
+    padded tokens (the service's own policy, so the two differ only by the service's cost)."""
     spec = REGISTRY["all-minilm-l6-v2-int8"]
     files = locate(spec, Path("models"))
     tokenizer = Tokenizer.from_file(str(files.tokenizer))
@@ -131,8 +133,8 @@ def raw_baseline(texts: list[str], batch: int) -> tuple[float, int]:
     session = ort.InferenceSession(str(files.onnx), options, providers=["CPUExecutionProvider"])
     tokens = 0
     started = time.perf_counter()
-    for i in range(0, len(texts), batch):
-        encodings = tokenizer.encode_batch(texts[i : i + batch])
+    for group in _groups(tokenizer, texts, batch, sorted_cap_tokens):
+        encodings = tokenizer.encode_batch(group)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         types = np.zeros_like(ids)
@@ -143,6 +145,24 @@ def raw_baseline(texts: list[str], batch: int) -> tuple[float, int]:
         pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
         tokens += int(mask.sum())
     return time.perf_counter() - started, tokens
+
+
+def _groups(tokenizer: Tokenizer, texts: list[str], batch: int, cap: int) -> list[list[str]]:
+    if not cap:
+        return [texts[i : i + batch] for i in range(0, len(texts), batch)]
+    # Measured inside the timed region on purpose: the service tokenizes too.
+    lengths = [sum(e.attention_mask) for e in tokenizer.encode_batch(texts)]
+    order = sorted(range(len(texts)), key=lambda i: lengths[i])
+    groups: list[list[str]] = [[]]
+    longest = 0
+    for i in order:
+        longest_if_added = max(longest, lengths[i])
+        if groups[-1] and (len(groups[-1]) >= 64 or (len(groups[-1]) + 1) * longest_if_added > cap):
+            groups.append([])
+            longest_if_added = lengths[i]
+        groups[-1].append(texts[i])
+        longest = longest_if_added
+    return groups
 
 
 async def one_client_batches(
@@ -219,9 +239,11 @@ def main() -> None:
 
     raw_baseline(texts[:64], 32)  # warm-up
     a_seconds, a_tokens = raw_baseline(texts, 32)
+    a2_seconds, _ = raw_baseline(texts, 32, sorted_cap_tokens=2048)
     service = asyncio.run(run_service_phases(texts))
     n = len(texts)
     a_rate = n / a_seconds
+    a2_rate = n / a2_seconds
     b_rate = n / service["b_seconds"]
     c_rate = n / service["c_seconds"]
     machine = (
@@ -234,6 +256,8 @@ def main() -> None:
         "texts": n,
         "a_raw_texts_per_s": round(a_rate, 1),
         "a_raw_tokens_per_s": round(a_tokens / a_seconds),
+        "a2_raw_sorted_texts_per_s": round(a2_rate, 1),
+        "a2_ratio": round(a2_rate / a_rate, 3),
         "b_batch64_texts_per_s": round(b_rate, 1),
         "b_tokens_per_s": round(service["b_tokens"] / service["b_seconds"]),
         "b_ratio": round(b_rate / a_rate, 3),
@@ -248,16 +272,22 @@ def main() -> None:
     rows = [
         ("(a) raw onnxruntime, batches of 32", a_rate, a_tokens / a_seconds, "1.00"),
         (
+            "(a2) raw, sorted, <=2048 padded tok",
+            a2_rate,
+            a_tokens / a2_seconds,
+            f"{a2_rate / a_rate:.2f} x a; the service's policy without the service",
+        ),
+        (
             "(b) service, 1 client x 64/batch",
             b_rate,
             figures["b_tokens_per_s"],
-            f"{b_rate / a_rate:.2f} x a; target >= 0.90",
+            f"{b_rate / a_rate:.2f} x a, {b_rate / a2_rate:.2f} x a2; target >= 0.90 x a",
         ),
         (
             "(c) service, 32 clients x 1 text",
             c_rate,
             figures["c_tokens_per_s"],
-            f"{c_rate / a_rate:.2f} x a; target >= 0.70",
+            f"{c_rate / a_rate:.2f} x a, {c_rate / a2_rate:.2f} x a2; target >= 0.70 x a",
         ),
     ]
     for label, rate, tokens, ratio in rows:
