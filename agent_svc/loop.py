@@ -355,7 +355,10 @@ class Turn:
 
     def _tools(self) -> list[ToolSpec]:
         tools: list[ToolSpec] = []
-        if self.catalog:
+        # Only skills not loaded yet: small models otherwise keep re-loading the same skill
+        # instead of calling the tools it just gave them.
+        unloaded = [s.name for s in self.catalog if s.name not in self.loaded]
+        if unloaded:
             tools.append(
                 ToolSpec(
                     LOAD_SKILL,
@@ -366,7 +369,7 @@ class Turn:
                         "properties": {
                             "name": {
                                 "type": "string",
-                                "enum": [s.name for s in self.catalog],
+                                "enum": unloaded,
                                 "description": "The skill's name.",
                             }
                         },
@@ -493,6 +496,14 @@ class Turn:
         name = str((call.arguments or {}).get("name") or "")
         if not name:
             return "load_skill needs the skill's name in `name`.", True, None
+        if name in self.loaded:
+            loaded = self.loaded[name]
+            tools = ", ".join(t.name for t in loaded.tools) or "none"
+            return (
+                f"Skill {name} is already loaded; call its tools ({tools}) or answer.",
+                False,
+                None,
+            )
         try:
             skill = await self._load(name)
         except grpc.aio.AioRpcError as exc:

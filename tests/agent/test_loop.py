@@ -76,6 +76,22 @@ async def test_second_turn_sees_history_and_session_memory(stack: Stack) -> None
     assert "Relevant memory" in stack.llm.requests[1]["messages"][0]["content"]
 
 
+async def test_loading_a_loaded_skill_again_points_at_its_tools(stack: Stack) -> None:
+    agent = await stack.new_agent()
+    await stack.math_skill(agent)
+    session = await stack.new_session(agent)
+    stack.llm.add(
+        call("c1", "load_skill", {"name": "math"}),
+        call("c2", "load_skill", {"name": "math"}),
+        text("Done."),
+    )
+    events = await stack.chat(session, "Load math twice.")
+    results = [e.tool_result for e in events if e.HasField("tool_result")]
+    assert [r.is_error for r in results] == [False, False]
+    assert "already loaded" in results[1].content and "calculate" in results[1].content
+    assert [e.skill_loaded.skill for e in events if e.HasField("skill_loaded")] == ["math"]
+
+
 async def test_load_skill_then_tool_of_that_skill(stack: Stack) -> None:
     agent = await stack.new_agent()
     await stack.math_skill(agent)
@@ -111,7 +127,9 @@ async def test_load_skill_then_tool_of_that_skill(stack: Stack) -> None:
     first, second = stack.llm.requests[0], stack.llm.requests[1]
     assert [t["function"]["name"] for t in first["tools"]] == ["load_skill", "ask_user"]
     assert "math: Arithmetic with a calculator." in first["messages"][0]["content"]
-    assert "calculate" in [t["function"]["name"] for t in second["tools"]]
+    # Once loaded, a skill is no longer offered to load_skill (its only skill here, so
+    # load_skill itself is gone); its tools are.
+    assert [t["function"]["name"] for t in second["tools"]] == ["ask_user", "calculate"]
     assert "Use the calculate tool" in second["messages"][0]["content"]
     third = stack.llm.requests[2]["messages"]
     assert third[-1]["role"] == "tool" and third[-1]["tool_call_id"] == "c2"
