@@ -115,6 +115,8 @@ class Turn:
     # Calls of the last assistant message that have no result yet.
     open_calls: list[ToolCallRequest] = field(default_factory=list)
     answer: str = ""
+    # Results of this turn's tool calls by (tool, arguments): a repeat is answered from here.
+    results: dict[str, str] = field(default_factory=dict)
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -462,10 +464,21 @@ class Turn:
                 return
             started = asyncio.get_running_loop().time()
             loaded: LoadedSkill | None = None
+            key = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
             if call.name == LOAD_SKILL:
                 content, is_error, loaded = await self._call_load_skill(call)
+            elif key in self.results:
+                # The same call again in one turn: small models loop like this. Not run twice
+                # (tools may have side effects); the model is pointed at the earlier result.
+                content, is_error = (
+                    f"Already called {call.name} with these arguments in this turn; the "
+                    f"result was: {self.results[key]}\nUse it to answer the user.",
+                    False,
+                )
             else:
                 content, is_error = await self._call_tool(call)
+                if not is_error:
+                    self.results[key] = content
             duration = (asyncio.get_running_loop().time() - started) * 1000
             await self._write(
                 "tool",

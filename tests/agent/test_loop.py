@@ -92,6 +92,25 @@ async def test_loading_a_loaded_skill_again_points_at_its_tools(stack: Stack) ->
     assert [e.skill_loaded.skill for e in events if e.HasField("skill_loaded")] == ["math"]
 
 
+async def test_a_repeated_identical_call_is_not_run_twice(stack: Stack) -> None:
+    agent = await stack.new_agent()
+    await stack.math_skill(agent)
+    session = await stack.new_session(agent)
+    stack.llm.add(
+        call("c1", "load_skill", {"name": "math"}),
+        call("c2", "calculate", {"expression": "6 * 7"}),
+        call("c3", "calculate", {"expression": "6 * 7"}),
+        call("c4", "calculate", {"expression": "6 * 8"}),
+        text("42."),
+    )
+    events = await stack.chat(session, "What is 6 times 7?")
+    results = {e.tool_result.call_id: e.tool_result for e in events if e.HasField("tool_result")}
+    assert json.loads(results["c2"].content)["value"] == 42
+    assert results["c3"].content.startswith("Already called calculate")
+    assert '"value": 42' in results["c3"].content and not results["c3"].is_error
+    assert json.loads(results["c4"].content)["value"] == 48  # other arguments run
+
+
 async def test_load_skill_then_tool_of_that_skill(stack: Stack) -> None:
     agent = await stack.new_agent()
     await stack.math_skill(agent)
