@@ -19,7 +19,7 @@ help:
 	@echo "make test    ruff, mypy, buf lint and the whole pytest suite"
 	@echo "make lint    ruff, mypy and buf lint only"
 	@echo "make protos  regenerate Python stubs from protos/"
-	@echo "make bench   run the benchmarks under bench/"
+	@echo "make bench   run the benchmarks under bench/ (by hand; about 15 minutes)"
 
 venv: $(STAMP)
 
@@ -58,6 +58,9 @@ up: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/embedding.py
+	$(PY) bench/memory.py
+	$(PY) bench/skills.py
+	$(PY) bench/agent.py
 
 clean:
 	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache
