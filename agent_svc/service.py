@@ -27,12 +27,12 @@ from agent_svc.clients import Downstream
 from agent_svc.config import AgentConfig
 from agent_svc.llm.base import LlmBackend
 from agent_svc.loop import Deps, Turn
-from agent_svc.pagination import PageTokens, page_size
 from lightmind import errors, metrics
 from lightmind.agent.v1 import agent_service_pb2 as pb
 from lightmind.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from lightmind.db import open_database
 from lightmind.errors import Aborted, InvalidArgument, LightmindError, classify
+from lightmind.pagination import PageTokens, page_size
 from lightmind.server import Context, ServiceDefinition
 from lightmind.tenancy import current_tenant
 

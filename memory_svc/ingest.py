@@ -17,13 +17,14 @@ import asyncpg
 
 from lightmind.errors import InvalidArgument
 from lightmind.memory.v1 import memory_service_pb2 as pb
+from lightmind.pagination import PageTokens
 from lightmind.tenancy import current_tenant
 from memory_svc import convert, documents
 from memory_svc.chunker import chunk_text
 from memory_svc.config import MemoryConfig
 from memory_svc.embedder import Embedder
 from memory_svc.filters import Params, compile_filter
-from memory_svc.pagination import Cursor, PageTokens, page_size
+from memory_svc.pagination import Cursor, decode_cursor, encode_cursor, page_size
 
 
 class Ingestor:
@@ -162,7 +163,7 @@ class Ingestor:
                 request.filter.SerializeToString(deterministic=True).hex(),
             ]
         )
-        cursor = tokens.decode(request.page_token, scope) if request.page_token else None
+        cursor = decode_cursor(tokens, request.page_token, scope) if request.page_token else None
         async with self._pool.acquire() as conn:
             rows = await documents.list_documents(conn, kb, filter_sql, params, cursor, limit + 1)
         response = pb.ListDocumentsResponse(
@@ -170,7 +171,7 @@ class Ingestor:
         )
         if len(rows) > limit:
             last = rows[limit - 1]
-            response.next_page_token = tokens.encode(
-                Cursor(last["create_time"], str(last["id"])), scope
+            response.next_page_token = encode_cursor(
+                tokens, Cursor(last["create_time"], str(last["id"])), scope
             )
         return response

@@ -28,6 +28,7 @@ from lightmind.db import open_database
 from lightmind.errors import FailedPrecondition, InvalidArgument
 from lightmind.memory.v1 import memory_service_pb2 as pb
 from lightmind.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from lightmind.pagination import PageTokens
 from lightmind.server import Context, ServiceDefinition
 from lightmind.tenancy import current_tenant
 from memory_svc import convert, repository
@@ -35,7 +36,7 @@ from memory_svc.config import MemoryConfig
 from memory_svc.embedder import Embedder, ModelInfo
 from memory_svc.filters import Params, compile_filter
 from memory_svc.ingest import Ingestor
-from memory_svc.pagination import Cursor, PageTokens, page_size
+from memory_svc.pagination import Cursor, decode_cursor, encode_cursor, page_size
 from memory_svc.scopes import AGENT, ORGANIZATION, SESSION, SPECS, USER, ScopeSpec
 from memory_svc.search import Hit, Query, Tuning, search
 from memory_svc.sweeper import Sweeper
@@ -354,7 +355,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             ]
         )
         cursor = (
-            self._tokens.decode(request.page_token, token_scope) if request.page_token else None
+            decode_cursor(self._tokens, request.page_token, token_scope)
+            if request.page_token
+            else None
         )
         async with self._pool.acquire() as conn:
             rows = await repository.list_memories(
@@ -363,8 +366,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         response = pb.ListMemoriesResponse(memories=[convert.memory_pb(r) for r in rows[:limit]])
         if len(rows) > limit:
             last = rows[limit - 1]
-            response.next_page_token = self._tokens.encode(
-                Cursor(last["create_time"], str(last["id"])), token_scope
+            response.next_page_token = encode_cursor(
+                self._tokens, Cursor(last["create_time"], str(last["id"])), token_scope
             )
         return response
 

@@ -68,6 +68,7 @@ class SkillConfig:
     mcp_stdio_commands: tuple[str, ...]
     sandbox: SandboxConfig
     request_ttl_hours: int
+    page_token_secret: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SkillConfig:
@@ -117,4 +118,5 @@ class SkillConfig:
                 ),
             ),
             request_ttl_hours=env_int(env, f"{PREFIX}_REQUEST_TTL_HOURS", 24, minimum=1),
+            page_token_secret=env_str(env, f"{PREFIX}_PAGE_TOKEN_SECRET", ""),
         )

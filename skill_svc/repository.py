@@ -9,8 +9,6 @@ Assignments, grants, dependencies and the agent view live in ``relations``.
 
 from __future__ import annotations
 
-import base64
-import json
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -54,23 +52,6 @@ TOOL_UPDATABLE = {
     "version": "version",
     "active": "active",
 }
-
-
-def encode_page_token(after: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"after": after}).encode()).decode()
-
-
-def decode_page_token(token: str) -> str | None:
-    if not token:
-        return None
-    try:
-        value = json.loads(base64.urlsafe_b64decode(token.encode()))
-        after = value["after"]
-        if not isinstance(after, str):
-            raise ValueError
-        return after
-    except (ValueError, KeyError, TypeError):
-        raise InvalidArgument.field("page_token", "is not a token this service issued") from None
 
 
 def parse_etag(etag: str, field: str = "etag") -> int | None:

@@ -22,6 +22,7 @@ from google.protobuf.message import Message
 from lightmind import metrics
 from lightmind.db import open_database
 from lightmind.errors import FailedPrecondition, InvalidArgument, PermissionDenied
+from lightmind.pagination import PageTokens, page_size
 from lightmind.server import Context, ServiceDefinition
 from lightmind.skill.v1 import skill_service_pb2 as pb
 from lightmind.skill.v1 import skill_service_pb2_grpc as pb_grpc
@@ -39,8 +40,6 @@ from skill_svc.relations import Relations
 from skill_svc.repository import (
     SKILL_UPDATABLE,
     Repository,
-    decode_page_token,
-    encode_page_token,
     parse_etag,
 )
 from skill_svc.schema import is_uuid
@@ -59,12 +58,6 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["SkillService"].full_name
 ERROR_DOMAIN = "skill.lightmind.dev"
 M = TypeVar("M", bound=Message)
 IMPLEMENTATION_ALIASES = {k: "implementation" for k in ("python", "rest", "mcp_server", "script")}
-
-
-def page_size(requested: int, default: int, maximum: int) -> int:
-    if requested < 0:
-        raise InvalidArgument.field("page_size", "must not be negative")
-    return min(requested or default, maximum)
 
 
 def required(value: str, field: str) -> str:
@@ -89,6 +82,7 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
         self.embedder = embedder
         self.executors = executors
         self.checker = checker
+        self.tokens = PageTokens(config.page_token_secret)
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     # -- request-id replay ----------------------------------------------------------------
@@ -187,8 +181,10 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
         size = page_size(request.page_size, 50, 500)
         if request.parent_skill_id and not is_uuid(request.parent_skill_id):
             raise InvalidArgument.field("parent_skill_id", "must be a skill id (UUID)")
+        scope = f"ListSkills|{request.show_inactive}|{request.parent_skill_id}"
+        after = self.tokens.decode(request.page_token, scope) if request.page_token else None
         records = await self.repo.list_skills(
-            after=decode_page_token(request.page_token),
+            after=str(after) if after is not None else None,
             limit=size + 1,
             show_inactive=request.show_inactive,
             parent_skill_id=request.parent_skill_id,
@@ -197,7 +193,7 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
         for record in records[:size]:
             response.skills.append(convert.skill_to_proto(record))
         if len(records) > size:
-            response.next_page_token = encode_page_token(records[size - 1].name)
+            response.next_page_token = self.tokens.encode(records[size - 1].name, scope)
         return response
 
     async def UpdateSkill(self, request: pb.UpdateSkillRequest, context: Context) -> pb.Skill:
@@ -290,15 +286,17 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
     ) -> pb.ListToolsResponse:
         size = page_size(request.page_size, 50, 500)
         skill_id = await self.repo.skill_id(request.skill) if request.skill else ""
+        scope = f"ListTools|{request.show_inactive}|{skill_id}"
+        after = self.tokens.decode(request.page_token, scope) if request.page_token else None
         records = await self.repo.list_tools(
-            after=decode_page_token(request.page_token),
+            after=str(after) if after is not None else None,
             limit=size + 1,
             show_inactive=request.show_inactive,
             skill_id=skill_id,
         )
         response = pb.ListToolsResponse(tools=[convert.tool_to_proto(t) for t in records[:size]])
         if len(records) > size:
-            response.next_page_token = encode_page_token(records[size - 1].name)
+            response.next_page_token = self.tokens.encode(records[size - 1].name, scope)
         return response
 
     async def UpdateTool(self, request: pb.UpdateToolRequest, context: Context) -> pb.Tool:
@@ -468,8 +466,9 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
     ) -> pb.ListAgentSkillsResponse:
         required(request.agent_id, "agent_id")
         size = page_size(request.page_size, 100, 1000)
-        token = decode_page_token(request.page_token)
-        offset = int(token) if token and token.isdigit() else 0
+        scope = f"ListAgentSkills|{request.agent_id}|{request.user_id}"
+        token = self.tokens.decode(request.page_token, scope) if request.page_token else 0
+        offset = token if isinstance(token, int) and token >= 0 else 0
         view = await self.relations.agent_view(request.agent_id)
         usable = view.usable(request.user_id)
         response = pb.ListAgentSkillsResponse()
@@ -479,7 +478,7 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
                 pb.SkillSummary(skill_id=a.skill_id, name=node.name, description=node.description)
             )
         if len(usable) > offset + size:
-            response.next_page_token = encode_page_token(str(offset + size))
+            response.next_page_token = self.tokens.encode(offset + size, scope)
         return response
 
     async def LoadSkill(

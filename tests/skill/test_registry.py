@@ -26,6 +26,15 @@ async def test_create_get_list_skill(stub) -> None:
     assert [s.name for s in listed.skills] == ["alpha"]
     rest = await stub.ListSkills(pb.ListSkillsRequest(page_token=listed.next_page_token))
     assert [s.name for s in rest.skills] == ["web-research"] and not rest.next_page_token
+    # A token is signed and bound to its filters.
+    for request in (
+        pb.ListSkillsRequest(page_token=listed.next_page_token[:-3] + "AAA"),
+        pb.ListSkillsRequest(page_token=listed.next_page_token, show_inactive=True),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await stub.ListSkills(request)
+        err = error_details(info.value)
+        assert err.code == grpc.StatusCode.INVALID_ARGUMENT and err.fields == ["page_token"]
 
 
 async def test_invalid_skill_names_every_field(stub) -> None:
