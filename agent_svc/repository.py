@@ -376,28 +376,3 @@ async def turn_events(conn: asyncpg.Connection, turn_id: uuid.UUID) -> list[byte
 
 
 # -- idempotent unary requests ---------------------------------------------------------------
-
-
-async def recall_response(
-    conn: asyncpg.Connection, method: str, request_id: uuid.UUID
-) -> bytes | None:
-    value = await conn.fetchval(
-        "SELECT response FROM request_log WHERE tenant = $1 AND method = $2 AND request_id = $3",
-        current_tenant(),
-        method,
-        request_id,
-    )
-    return None if value is None else bytes(value)
-
-
-async def remember_response(
-    conn: asyncpg.Connection, method: str, request_id: uuid.UUID, response: bytes
-) -> None:
-    await conn.execute(
-        "INSERT INTO request_log (tenant, method, request_id, response) VALUES ($1, $2, $3, $4) "
-        "ON CONFLICT DO NOTHING",
-        current_tenant(),
-        method,
-        request_id,
-        response,
-    )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 import asyncpg
@@ -33,6 +33,7 @@ from lightmind.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from lightmind.db import open_database
 from lightmind.errors import Aborted, InvalidArgument, LightmindError, classify
 from lightmind.pagination import PageTokens, page_size
+from lightmind.requestlog import RequestLog
 from lightmind.server import Context, ServiceDefinition
 from lightmind.tenancy import current_tenant
 
@@ -63,22 +64,8 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self._deps = deps
         self._pool = deps.pool
         self._tokens = PageTokens(deps.config.page_token_secret)
+        self._requests = RequestLog(deps.pool)
         self._running: set[tuple[str, uuid.UUID]] = set()
-
-    async def _once(
-        self, method: str, request_id: str, kind: type[M], work: Callable[[], Awaitable[M]]
-    ) -> M:
-        rid = convert.uuid_field(request_id, "request_id")
-        if rid is None:
-            return await work()
-        async with self._pool.acquire() as conn:
-            cached = await repository.recall_response(conn, method, rid)
-        if cached is not None:
-            return kind.FromString(cached)
-        response = await work()
-        async with self._pool.acquire() as conn:
-            await repository.remember_response(conn, method, rid, response.SerializeToString())
-        return response
 
     # -- agents -----------------------------------------------------------------------------
 
@@ -92,7 +79,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             async with self._pool.acquire() as conn:
                 return convert.agent_proto(await repository.insert_agent(conn, values))
 
-        return await self._once("CreateAgent", request.request_id, pb.Agent, work)
+        return await self._requests.once("CreateAgent", request, pb.Agent, work)
 
     def _check_prompt(self, values: dict[str, Any]) -> None:
         prompt = values.get("system_prompt", "")
@@ -142,7 +129,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 row = await repository.update_agent(conn, agent_id, values, version)
             return convert.agent_proto(row)
 
-        return await self._once("UpdateAgent", request.request_id, pb.Agent, work)
+        return await self._requests.once("UpdateAgent", request, pb.Agent, work)
 
     async def DeleteAgent(
         self, request: pb.DeleteAgentRequest, context: Context
@@ -157,7 +144,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 await repository.delete_agent(conn, row["id"], version)
             return empty_pb2.Empty()
 
-        return await self._once("DeleteAgent", request.request_id, empty_pb2.Empty, work)
+        return await self._requests.once("DeleteAgent", request, empty_pb2.Empty, work)
 
     # -- sessions and messages ---------------------------------------------------------------
 
@@ -178,7 +165,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 )
             return convert.session_proto(row)
 
-        return await self._once("CreateSession", request.request_id, pb.Session, work)
+        return await self._requests.once("CreateSession", request, pb.Session, work)
 
     async def GetSession(self, request: pb.GetSessionRequest, context: Context) -> pb.Session:
         session_id = convert.required_uuid(request.session_id, "session_id")
@@ -225,7 +212,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
                 await repository.delete_session(conn, session_id, version)
             return empty_pb2.Empty()
 
-        return await self._once("DeleteSession", request.request_id, empty_pb2.Empty, work)
+        return await self._requests.once("DeleteSession", request, empty_pb2.Empty, work)
 
     async def ListMessages(
         self, request: pb.ListMessagesRequest, context: Context

@@ -310,34 +310,3 @@ async def sweep_expired(conn: asyncpg.Connection, batch: int = 10_000) -> int:
         total += deleted
         if deleted < batch:
             return total
-
-
-async def purge_request_log(conn: asyncpg.Connection, hours: float) -> None:
-    await conn.execute(
-        "DELETE FROM request_log WHERE create_time < now() - make_interval(secs => $1)",
-        hours * 3600,
-    )
-
-
-async def recall_response(conn: asyncpg.Connection, method: str, request_id: str) -> bytes | None:
-    value: bytes | None = await conn.fetchval(
-        "SELECT response FROM request_log WHERE tenant = $1 AND method = $2 "
-        "AND request_id = $3::uuid",
-        current_tenant(),
-        method,
-        request_id,
-    )
-    return value
-
-
-async def remember_response(
-    conn: asyncpg.Connection, method: str, request_id: str, response: bytes
-) -> None:
-    await conn.execute(
-        "INSERT INTO request_log (tenant, method, request_id, response) "
-        "VALUES ($1, $2, $3::uuid, $4) ON CONFLICT DO NOTHING",
-        current_tenant(),
-        method,
-        request_id,
-        response,
-    )

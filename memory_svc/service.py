@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -29,6 +29,7 @@ from lightmind.errors import FailedPrecondition, InvalidArgument
 from lightmind.memory.v1 import memory_service_pb2 as pb
 from lightmind.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from lightmind.pagination import PageTokens
+from lightmind.requestlog import RequestLog
 from lightmind.server import Context, ServiceDefinition
 from lightmind.tenancy import current_tenant
 from memory_svc import convert, repository
@@ -60,24 +61,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self._tokens = PageTokens(config.page_token_secret)
         self._tuning = Tuning(config.hnsw_ef_search, config.exact_search_threshold)
         self._ingestor = Ingestor(config, pool, embedder)
+        self._requests = RequestLog(pool)
 
     # -- helpers ----------------------------------------------------------------------
-
-    async def _idempotent(
-        self, method: str, request_id: str, kind: type[M], work: Callable[[], Awaitable[M]]
-    ) -> M:
-        """Runs ``work`` once per request_id; repeats get the stored first answer."""
-        rid = convert.uuid_field(request_id, "request_id")
-        if rid is None:
-            return await work()
-        async with self._pool.acquire() as conn:
-            cached = await repository.recall_response(conn, method, rid)
-        if cached is not None:
-            return kind.FromString(cached)
-        response = await work()
-        async with self._pool.acquire() as conn:
-            await repository.remember_response(conn, method, rid, response.SerializeToString())
-        return response
 
     def _expiry(self, request: pb.CreateMemoryRequest, field: str) -> datetime:
         now = datetime.now(UTC)
@@ -194,7 +180,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             (memory,) = await self._create_many([request], lambda i: "")
             return memory
 
-        return await self._idempotent("CreateMemory", request.request_id, pb.Memory, work)
+        return await self._requests.once("CreateMemory", request, pb.Memory, work)
 
     async def BatchCreateMemories(
         self, request: pb.BatchCreateMemoriesRequest, context: Context
@@ -210,8 +196,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             memories = await self._create_many(list(request.requests), lambda i: f"requests[{i}].")
             return pb.BatchCreateMemoriesResponse(memories=memories)
 
-        return await self._idempotent(
-            "BatchCreateMemories", request.request_id, pb.BatchCreateMemoriesResponse, work
+        return await self._requests.once(
+            "BatchCreateMemories", request, pb.BatchCreateMemoriesResponse, work
         )
 
     async def GetMemory(self, request: pb.GetMemoryRequest, context: Context) -> pb.Memory:
@@ -294,7 +280,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 )
             return convert.memory_pb(updated)
 
-        return await self._idempotent("UpdateMemory", request.request_id, pb.Memory, work)
+        return await self._requests.once("UpdateMemory", request, pb.Memory, work)
 
     async def DeleteMemory(
         self, request: pb.DeleteMemoryRequest, context: Context
@@ -309,7 +295,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 await repository.delete_memory(conn, spec, memory_id)
             return empty_pb2.Empty()
 
-        return await self._idempotent("DeleteMemory", request.request_id, empty_pb2.Empty, work)
+        return await self._requests.once("DeleteMemory", request, empty_pb2.Empty, work)
 
     def _owner_filters(
         self, spec: ScopeSpec, request: Any, required: tuple[str, ...] = ()
@@ -577,16 +563,16 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 )
             return convert.memory_pb(row)
 
-        return await self._idempotent("PromoteMemory", request.request_id, pb.Memory, work)
+        return await self._requests.once("PromoteMemory", request, pb.Memory, work)
 
     # -- documents (delegated) ----------------------------------------------------------
 
     async def IngestDocument(
         self, request: pb.IngestDocumentRequest, context: Context
     ) -> pb.IngestDocumentResponse:
-        return await self._idempotent(
+        return await self._requests.once(
             "IngestDocument",
-            request.request_id,
+            request,
             pb.IngestDocumentResponse,
             lambda: self._ingestor.ingest(request),
         )
@@ -614,7 +600,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             await self._ingestor.delete(doc_id)
             return empty_pb2.Empty()
 
-        return await self._idempotent("DeleteDocument", request.request_id, empty_pb2.Empty, work)
+        return await self._requests.once("DeleteDocument", request, empty_pb2.Empty, work)
 
 
 async def build(config: MemoryConfig) -> ServiceDefinition:

@@ -13,6 +13,7 @@ import logging
 
 import asyncpg
 
+from lightmind.requestlog import RequestLog
 from memory_svc import repository
 
 log = logging.getLogger("lightmind.memory.sweeper")
@@ -40,7 +41,7 @@ class Sweeper:
     async def sweep_once(self) -> int:
         async with self._pool.acquire() as conn:
             deleted = await repository.sweep_expired(conn)
-            await repository.purge_request_log(conn, self._log_hours)
+        await RequestLog(self._pool).purge(self._log_hours)
         self.swept += deleted
         if deleted:
             log.info("swept %d expired session memories", deleted)

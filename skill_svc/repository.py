@@ -420,35 +420,3 @@ class Repository:
             )
 
     # -- request-id answers ---------------------------------------------------------------
-
-    async def stored_answer(self, request_id: str) -> tuple[str, str, bytes] | None:
-        row = await self.pool.fetchrow(
-            "SELECT method, fingerprint, response FROM request_t "
-            "WHERE host_id = $1 AND request_id = $2",
-            current_tenant(),
-            uuid.UUID(request_id),
-        )
-        if row is None:
-            return None
-        return row["method"], row["fingerprint"], bytes(row["response"])
-
-    async def store_answer(
-        self, request_id: str, method: str, fingerprint: str, response: bytes, conn: Any = None
-    ) -> None:
-        db = conn or self.pool
-        await db.execute(
-            """INSERT INTO request_t (host_id, request_id, method, fingerprint, response)
-               VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING""",
-            current_tenant(),
-            uuid.UUID(request_id),
-            method,
-            fingerprint,
-            response,
-        )
-
-    async def expire_answers(self, ttl_hours: int) -> int:
-        status: str = await self.pool.execute(
-            "DELETE FROM request_t WHERE create_ts < now() - make_interval(hours => $1)",
-            ttl_hours,
-        )
-        return int(status.split()[-1])

@@ -9,8 +9,6 @@ Import/export RPCs live in ``service_io``; ExecuteTool's permission and retry lo
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -23,6 +21,7 @@ from lightmind import metrics
 from lightmind.db import open_database
 from lightmind.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from lightmind.pagination import PageTokens, page_size
+from lightmind.requestlog import RequestLog
 from lightmind.server import Context, ServiceDefinition
 from lightmind.skill.v1 import skill_service_pb2 as pb
 from lightmind.skill.v1 import skill_service_pb2_grpc as pb_grpc
@@ -83,7 +82,7 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
         self.executors = executors
         self.checker = checker
         self.tokens = PageTokens(config.page_token_secret)
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self.requests = RequestLog(repo.pool)
 
     # -- request-id replay ----------------------------------------------------------------
 
@@ -105,38 +104,7 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
         make: Callable[[], Awaitable[M]],
     ) -> tuple[M, bool]:
         """The answer and whether it was replayed from the request-id log."""
-        request_id: str = request.request_id
-        if not request_id:
-            return await make(), False
-        check_request_id(request_id)
-        probe = type(request)()
-        probe.CopyFrom(request)
-        probe.request_id = ""
-        fingerprint = hashlib.sha256(
-            method.encode() + probe.SerializeToString(deterministic=True)
-        ).hexdigest()
-        key = (current_tenant(), request_id)
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        try:
-            async with lock:
-                stored = await self.repo.stored_answer(request_id)
-                if stored is not None:
-                    stored_method, stored_fingerprint, payload = stored
-                    if (stored_method, stored_fingerprint) != (method, fingerprint):
-                        raise InvalidArgument.field(
-                            "request_id",
-                            "was already used for a different request",
-                            reason="REQUEST_ID_REUSED",
-                        )
-                    return response_type.FromString(payload), True
-                response = await make()
-                await self.repo.store_answer(
-                    request_id, method, fingerprint, response.SerializeToString()
-                )
-                return response, False
-        finally:
-            if not lock.locked():
-                self._locks.pop(key, None)
+        return await self.requests.once_with_replay(method, request, response_type, make)
 
     # -- skills ---------------------------------------------------------------------------
 
@@ -733,7 +701,7 @@ async def build(config: SkillConfig) -> ServiceDefinition:
 
     async def warmup() -> None:
         log.info("script sandbox: %s", await script.probe())
-        expired = await repo.expire_answers(config.request_ttl_hours)
+        expired = await RequestLog(pool).purge(config.request_ttl_hours)
         if expired:
             log.info("expired %d stored request answers", expired)
 

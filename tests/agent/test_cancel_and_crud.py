@@ -65,24 +65,27 @@ async def test_cancelling_the_stream_stops_the_loop_and_keeps_the_session_consis
 
 
 async def test_agent_crud_with_field_mask_etag_and_request_id(stack: Stack) -> None:
-    created = await stack.agent.CreateAgent(
-        pb.CreateAgentRequest(
-            agent=pb.Agent(
-                name="planner",
-                description="plans",
-                chat_options=pb.ChatOptions(temperature=0.2, max_tokens=64),
-                memory_limits=pb.MemoryLimits(session=3, organization=0),
-                knowledge_bases=["handbook"],
-            ),
-            request_id="8b7f0e36-5d7c-4f51-9d0e-3b1c2a4e5f60",
-        )
+    create = pb.CreateAgentRequest(
+        agent=pb.Agent(
+            name="planner",
+            description="plans",
+            chat_options=pb.ChatOptions(temperature=0.2, max_tokens=64),
+            memory_limits=pb.MemoryLimits(session=3, organization=0),
+            knowledge_bases=["handbook"],
+        ),
+        request_id="8b7f0e36-5d7c-4f51-9d0e-3b1c2a4e5f60",
     )
-    again = await stack.agent.CreateAgent(
-        pb.CreateAgentRequest(
-            agent=pb.Agent(name="planner"), request_id="8b7f0e36-5d7c-4f51-9d0e-3b1c2a4e5f60"
-        )
-    )
+    created = await stack.agent.CreateAgent(create)
+    again = await stack.agent.CreateAgent(create)
     assert again == created
+    # The same request_id on a different request is refused, not answered with the first.
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stack.agent.CreateAgent(
+            pb.CreateAgentRequest(
+                agent=pb.Agent(name="other"), request_id="8b7f0e36-5d7c-4f51-9d0e-3b1c2a4e5f60"
+            )
+        )
+    assert error_details(info.value).reason == "REQUEST_ID_REUSED"
     assert created.chat_options.temperature == pytest.approx(0.2)
     assert created.memory_limits.HasField("organization") and created.memory_limits.session == 3
     by_name = await stack.agent.GetAgent(pb.GetAgentRequest(agent="planner"))
