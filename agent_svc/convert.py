@@ -16,6 +16,7 @@ from google.protobuf import json_format, struct_pb2
 from agent_svc import continuity
 from lightmind.agent.v1 import agent_service_pb2 as pb
 from lightmind.errors import InvalidArgument
+from lightmind.etags import format_etag
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_DESCRIPTION = 2000
@@ -40,15 +41,6 @@ def required_uuid(value: str, field: str) -> uuid.UUID:
     parsed = uuid_field(value, field, required=True)
     assert parsed is not None
     return parsed
-
-
-def etag_version(etag: str, field: str) -> int | None:
-    if not etag:
-        return None
-    try:
-        return int(etag.strip('"'))
-    except ValueError:
-        raise InvalidArgument.field(field, "is not an etag this service issued") from None
 
 
 def struct_dict(value: struct_pb2.Struct) -> dict[str, Any]:
@@ -156,7 +148,7 @@ def agent_proto(row: Any) -> pb.Agent:
         knowledge_bases=list(row["knowledge_bases"]),
         max_iterations=row["max_iterations"],
         extract_facts=row["extract_facts"],
-        etag=str(row["version"]),
+        etag=format_etag(row["version"]),
     )
     options = row["chat_options"] or {}
     if "temperature" in options:
@@ -184,7 +176,7 @@ def session_proto(row: Any) -> pb.Session:
         else pb.SESSION_STATE_ACTIVE,
         pending_question=snapshot.pending.question if snapshot.pending else "",
         loaded_skills=list(snapshot.loaded_skills),
-        etag=str(row["version"]),
+        etag=format_etag(row["version"]),
     )
     session.metadata.update(row["metadata"] or {})
     session.create_time.FromDatetime(row["created_at"])

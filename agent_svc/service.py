@@ -32,6 +32,7 @@ from lightmind.agent.v1 import agent_service_pb2 as pb
 from lightmind.agent.v1 import agent_service_pb2_grpc as pb_grpc
 from lightmind.db import open_database
 from lightmind.errors import Aborted, InvalidArgument, LightmindError, classify
+from lightmind.etags import parse_etag
 from lightmind.pagination import PageTokens, page_size
 from lightmind.requestlog import RequestLog
 from lightmind.server import Context, ServiceDefinition
@@ -122,7 +123,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
             )
         values = convert.agent_values(request.agent, paths)
         self._check_prompt(values)
-        version = convert.etag_version(request.agent.etag, "agent.etag")
+        version = parse_etag(request.agent.etag, "agent.etag")
 
         async def work() -> pb.Agent:
             async with self._pool.acquire() as conn:
@@ -136,7 +137,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
     ) -> empty_pb2.Empty:
         if not request.agent:
             raise InvalidArgument.field("agent", "is required")
-        version = convert.etag_version(request.etag, "etag")
+        version = parse_etag(request.etag, "etag")
 
         async def work() -> empty_pb2.Empty:
             async with self._pool.acquire() as conn:
@@ -203,7 +204,7 @@ class AgentServicer(pb_grpc.AgentServiceServicer):
         self, request: pb.DeleteSessionRequest, context: Context
     ) -> empty_pb2.Empty:
         session_id = convert.required_uuid(request.session_id, "session_id")
-        version = convert.etag_version(request.etag, "etag")
+        version = parse_etag(request.etag, "etag")
         if (current_tenant(), session_id) in self._running:
             raise Aborted("a Chat turn is running on this session", reason="TURN_IN_PROGRESS")
 

@@ -16,6 +16,7 @@ from typing import Any
 from google.protobuf import json_format, struct_pb2
 
 from lightmind.errors import InvalidArgument
+from lightmind.etags import format_etag
 from lightmind.memory.v1 import memory_service_pb2 as pb
 from memory_svc.embedder import STORED_DIMENSIONS
 from memory_svc.repository import Record
@@ -137,7 +138,7 @@ def memory_pb(row: Record) -> pb.Memory:
         importance=float(row["importance"]),
         access_count=int(row["access_count"]),
         embedding_model=row["embedding_model"],
-        etag=f'"{row["version"]}"',
+        etag=format_etag(row["version"]),
         chunk_index=row["chunk_index"] or 0,
         source=row["source"] or "",
     )

@@ -20,6 +20,7 @@ import asyncpg
 from pgvector import Vector
 
 from lightmind.errors import Aborted, FailedPrecondition, NotFound
+from lightmind.etags import parse_etag
 from lightmind.tenancy import current_tenant
 from memory_svc.filters import Params
 from memory_svc.pagination import Cursor
@@ -170,12 +171,9 @@ def writable_spec(row: Record) -> ScopeSpec:
     return spec
 
 
-def etag_of(row: Record) -> str:
-    return f'"{row["version"]}"'
-
-
-def check_etag(row: Record, etag: str) -> None:
-    if etag and etag != etag_of(row):
+def check_etag(row: Record, etag: str, field: str) -> None:
+    expected = parse_etag(etag, field)
+    if expected is not None and expected != row["version"]:
         raise Aborted(
             "etag: the memory changed since it was read; get it again and retry",
             reason="ETAG_MISMATCH",

@@ -266,7 +266,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 row = await repository.get_memory(conn, memory_id)
             spec = repository.writable_spec(row)
             changes = self._changes(spec, request)
-            repository.check_etag(row, request.memory.etag)
+            repository.check_etag(row, request.memory.etag, "memory.etag")
             if not changes:
                 return convert.memory_pb(row)
             if "content" in changes and changes["content"] != row["content"]:
@@ -291,7 +291,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             async with self._pool.acquire() as conn:
                 row = await repository.get_memory(conn, memory_id)
                 spec = repository.writable_spec(row)
-                repository.check_etag(row, request.etag)
+                repository.check_etag(row, request.etag, "etag")
                 await repository.delete_memory(conn, spec, memory_id)
             return empty_pb2.Empty()
 

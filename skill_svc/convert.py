@@ -13,6 +13,7 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
 
+from lightmind.etags import format_etag
 from lightmind.skill.v1 import skill_service_pb2 as pb
 from skill_svc.records import Assignment, Dependency, Grant, SkillRecord, ToolRecord
 from skill_svc.schema import Parameter, integral
@@ -58,7 +59,7 @@ def timestamp(value: Any) -> timestamp_pb2.Timestamp:
 
 
 def etag(version: int) -> str:
-    return str(version)
+    return format_etag(version)
 
 
 def skill_to_proto(

@@ -54,15 +54,6 @@ TOOL_UPDATABLE = {
 }
 
 
-def parse_etag(etag: str, field: str = "etag") -> int | None:
-    if not etag:
-        return None
-    try:
-        return int(etag.strip('"'))
-    except ValueError:
-        raise InvalidArgument.field(field, "is not an etag this service issued") from None
-
-
 class Repository:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool

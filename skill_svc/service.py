@@ -20,6 +20,7 @@ from google.protobuf.message import Message
 from lightmind import metrics
 from lightmind.db import open_database
 from lightmind.errors import FailedPrecondition, InvalidArgument, PermissionDenied
+from lightmind.etags import parse_etag
 from lightmind.pagination import PageTokens, page_size
 from lightmind.requestlog import RequestLog
 from lightmind.server import Context, ServiceDefinition
@@ -39,7 +40,6 @@ from skill_svc.relations import Relations
 from skill_svc.repository import (
     SKILL_UPDATABLE,
     Repository,
-    parse_etag,
 )
 from skill_svc.schema import is_uuid
 from skill_svc.validation import (
