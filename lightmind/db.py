@@ -116,16 +116,6 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
-async def _reset_if_needed(conn: asyncpg.Connection) -> None:
-    """Pool reset on release. asyncpg's default sends a reset query (RESET ALL, UNLISTEN,
-    advisory unlock) on every release: one more round trip per query. The services keep no
-    session state (settings are SET LOCAL inside transactions; no LISTEN, no session advisory
-    locks), so only a connection left inside a transaction needs the full reset (which rolls
-    it back)."""
-    if conn.is_in_transaction():
-        await conn.reset()
-
-
 async def resolve_url(config: DatabaseConfig) -> str:
     """``DATABASE_URL`` if set; otherwise the embedded server's (started if needed)."""
     if config.url is not None:
@@ -183,7 +173,6 @@ async def open_pool(
         min_size=min_size,
         max_size=max_size,
         init=_init_connection,
-        reset=_reset_if_needed,
         server_settings=settings,
     )
     return pool

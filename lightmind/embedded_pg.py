@@ -14,6 +14,7 @@ import fcntl
 import importlib.util
 import logging
 import os
+import signal
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -23,6 +24,8 @@ from pathlib import Path
 log = logging.getLogger("lightmind.embedded_pg")
 
 SYSTEM_USER = "embedded_postgres"
+# PostgreSQL's shutdown modes and the postmaster signals that request them.
+_STOP_SIGNALS = {"smart": signal.SIGTERM, "fast": signal.SIGINT, "immediate": signal.SIGQUIT}
 SUPERUSER = "postgres"
 
 
@@ -48,6 +51,22 @@ def _ensure_system_user(name: str) -> tuple[int, int]:
         )
         entry = pwd.getpwnam(name)
     return entry.pw_uid, entry.pw_gid
+
+
+def _alive(pid: int) -> bool:
+    """True for a running process (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, owned by the system user
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: trust kill()
+    state = stat_line.rpartition(")")[2].split()[0]
+    return state != "Z"
 
 
 def _make_traversable(path: Path) -> None:
@@ -128,21 +147,8 @@ class EmbeddedPostgres:
 
     def running_port(self) -> int | None:
         """The port of a live server on this data directory, from postmaster.pid."""
-        pidfile = self.pgdata / "postmaster.pid"
-        try:
-            lines = pidfile.read_text().splitlines()
-        except (FileNotFoundError, PermissionError):
-            return None
-        if len(lines) < 4:
-            return None
-        try:
-            pid, port = int(lines[0]), int(lines[3])
-            os.kill(pid, 0)
-        except (ValueError, ProcessLookupError):
-            return None
-        except PermissionError:
-            pass  # alive, owned by the system user
-        return port
+        found = self._postmaster()
+        return None if found is None else found[1]
 
     def ensure_running(self) -> str:
         """Initializes and starts the server if needed; returns the database URL."""
@@ -176,6 +182,8 @@ class EmbeddedPostgres:
         if not self.fsync:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         log.info("starting embedded PostgreSQL on 127.0.0.1:%d", self.port)
+        # pg_ctl's own wait (-w) has been seen to crash (SIGSEGV) while polling a server that
+        # is starting; start without it and watch postmaster.pid and the port ourselves.
         try:
             self._run(
                 "pg_ctl",
@@ -185,33 +193,53 @@ class EmbeddedPostgres:
                 str(self.data_dir / "postgres.log"),
                 "-o",
                 options,
-                "-w",
-                "-t",
-                "60",
+                "-W",
                 "start",
                 timeout=90,
             )
         except RuntimeError:
-            # pg_ctl itself has been seen to crash (SIGSEGV) while waiting, after the server
-            # it launched came up fine. Trust the server, not the launcher.
-            if not self._wait_accepting(30.0):
-                raise
-            log.warning("pg_ctl failed, but the server is up and accepting connections")
+            log.warning("pg_ctl start reported a failure; checking the server itself")
+        if not self._wait_ready(60.0):
+            raise RuntimeError("embedded PostgreSQL did not become ready" + self._log_tail())
 
-    def _wait_accepting(self, seconds: float) -> bool:
+    def _postmaster(self) -> tuple[int, int, str] | None:
+        """(pid, port, status) from postmaster.pid while its process is alive."""
+        try:
+            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+            pid, port = int(lines[0]), int(lines[3])
+            status = lines[7].strip() if len(lines) > 7 else ""
+        except (FileNotFoundError, PermissionError, ValueError, IndexError):
+            return None
+        if not _alive(pid):
+            return None
+        return pid, port, status
+
+    def _wait_ready(self, seconds: float) -> bool:
         import socket
         import time
 
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            port = self.running_port()
-            if port is not None:
+            found = self._postmaster()
+            if found is not None and found[2] == "ready":
                 with (
                     contextlib.suppress(OSError),
-                    socket.create_connection(("127.0.0.1", port), timeout=1),
+                    socket.create_connection(("127.0.0.1", found[1]), timeout=1),
                 ):
                     return True
-            time.sleep(0.2)
+            time.sleep(0.1)
+        return False
+
+    def _wait_stopped(self, pid: int, seconds: float) -> bool:
+        import time
+
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            # A clean shutdown removes postmaster.pid; a stopped server whose parent is gone
+            # may linger as a zombie until something reaps it, which is no longer running.
+            if not (self.pgdata / "postmaster.pid").exists() or not _alive(pid):
+                return True
+            time.sleep(0.1)
         return False
 
     def start(self) -> None:
@@ -222,9 +250,14 @@ class EmbeddedPostgres:
     def stop(self, mode: str = "fast") -> None:
         """Stops the server (``fast`` disconnects clients; ``immediate`` is a crash stop)."""
         with self._lock():
-            if self.running_port() is None:
+            found = self._postmaster()
+            if found is None:
                 return
-            self._run("pg_ctl", "-D", str(self.pgdata), "-m", mode, "-w", "-t", "60", "stop")
+            # The signal pg_ctl would send, sent directly: pg_ctl has been seen to crash here.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(found[0], _STOP_SIGNALS[mode])
+            if not self._wait_stopped(found[0], 60.0):
+                raise RuntimeError("embedded PostgreSQL did not stop" + self._log_tail())
 
     async def create_database(self, name: str | None = None) -> str:
         """Creates the database if it does not exist yet; returns its URL."""

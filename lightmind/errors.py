@@ -156,6 +156,12 @@ def classify(exc: BaseException) -> LightmindError | None:
         return Unavailable(
             "the database is unavailable; retry later", reason="DATABASE_UNAVAILABLE"
         )
+    if isinstance(exc, asyncpg.InternalClientError):
+        # Seen when the server terminates connections (restart, failover): the client's
+        # protocol state is broken and the pool discards the connection on release.
+        return Unavailable(
+            "the database connection failed; retry later", reason="DATABASE_UNAVAILABLE"
+        )
     if isinstance(exc, asyncpg.TooManyConnectionsError):
         return Unavailable("the database has no free connections", reason="DATABASE_UNAVAILABLE")
     if isinstance(exc, asyncpg.QueryCanceledError):
