@@ -9,11 +9,10 @@ Import/export RPCs live in ``service_io``; ExecuteTool's permission and retry lo
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from google.protobuf import empty_pb2
 from google.protobuf.message import Message
@@ -37,7 +36,7 @@ from skill_svc.executors.python import PythonExecutor
 from skill_svc.executors.rest import RestExecutor
 from skill_svc.executors.script import ScriptExecutor
 from skill_svc.records import ToolRecord
-from skill_svc.relations import AgentView, Relations
+from skill_svc.relations import Relations
 from skill_svc.repository import (
     SKILL_UPDATABLE,
     Repository,
@@ -58,10 +57,6 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["SkillService"].full_name
 ERROR_DOMAIN = "skill.lightmind.dev"
 M = TypeVar("M", bound=Message)
 IMPLEMENTATION_ALIASES = {k: "implementation" for k in ("python", "rest", "mcp_server", "script")}
-
-
-async def _none() -> None:
-    return None
 
 
 def required(value: str, field: str) -> str:
@@ -594,20 +589,12 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
     async def _execute(
         self, request: pb.ExecuteToolRequest, remaining: float | None
     ) -> pb.ExecuteToolResponse:
-        caller = request.caller
-        # Independent reads, run together: this is the hot path of every agent tool call.
-        found = await asyncio.gather(
-            self.repo.find_tool(request.tool),
-            self.relations.agent_view(caller.agent_id),
-            self.repo.skill_id(request.skill) if request.skill else _none(),
-            return_exceptions=True,
-        )
-        for outcome in found:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        tool, view, via = cast("tuple[ToolRecord, AgentView, str | None]", tuple(found))
+        tool = await self.repo.find_tool(request.tool)
         if not tool.active:
             raise FailedPrecondition(f"tool: {tool.name!r} is deleted", reason="TOOL_INACTIVE")
+        caller = request.caller
+        via = await self.repo.skill_id(request.skill) if request.skill else None
+        view = await self.relations.agent_view(caller.agent_id)
         kind = tool.implementation_type
         try:
             permit = await runner.authorize(self.relations, view, tool, caller.user_id, via)
