@@ -264,12 +264,24 @@ class Repository:
         return found
 
     async def find_tool(self, ref: str, *, field: str = "tool") -> ToolRecord:
-        """The tool ``ref`` names (name or id), in one query plus its parameters."""
+        """The tool ``ref`` names (name or id) with its parameters, in one query: this is on
+        the path of every ExecuteTool."""
         if not ref:
             raise InvalidArgument.field(field, "is required")
         column = "tool_id" if is_uuid(ref) else "name"
         row = await self.pool.fetchrow(
-            f"SELECT {TOOL_COLUMNS} FROM tool_t WHERE host_id = $1 AND {column} = $2",
+            f"""SELECT {TOOL_COLUMNS},
+                   COALESCE((SELECT jsonb_agg(jsonb_build_object(
+                                 'name', p.name, 'param_type', p.param_type,
+                                 'required', p.required, 'default_value', p.default_value,
+                                 'description', p.description,
+                                 'validation_schema', p.validation_schema,
+                                 'order_index', p.order_index)
+                               ORDER BY p.order_index, p.name)
+                             FROM tool_param_t p
+                             WHERE p.host_id = t.host_id AND p.tool_id = t.tool_id
+                               AND p.active), '[]'::jsonb) AS params
+                FROM tool_t t WHERE t.host_id = $1 AND t.{column} = $2""",
             current_tenant(),
             uuid.UUID(ref) if column == "tool_id" else ref,
         )
@@ -277,8 +289,7 @@ class Repository:
             raise NotFound(
                 f"{field}: no tool {ref!r}", reason="TOOL_NOT_FOUND", metadata={"field": field}
             )
-        params = await self._parameters(self.pool, [row["tool_id"]])
-        return ToolRecord.from_row(row, params[str(row["tool_id"])])
+        return ToolRecord.from_row(row, [parameter_from_row(p) for p in row["params"]])
 
     async def get_skills(self, skill_ids: Sequence[str]) -> list[SkillRecord]:
         """The skills with these ids, in the given order (missing ones left out)."""
