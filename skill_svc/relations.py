@@ -147,37 +147,39 @@ class Relations:
                 reason="ASSIGNMENT_NOT_FOUND",
             )
 
-    async def agent_view(self, agent_id: str) -> AgentView:
+    async def agent_view(self, agent_id: str, conn: Any = None) -> AgentView:
+        if conn is None:
+            async with self.pool.acquire() as acquired:
+                return await self.agent_view(agent_id, acquired)
         tenant = current_tenant()
-        async with self.pool.acquire() as conn:
-            rows = await conn.fetch(
-                ASSIGNMENT_SELECT + " WHERE a.host_id = $1 AND a.agent_def_id = $2 AND a.active "
-                "ORDER BY a.priority DESC, a.sequence_id, s.name",
-                tenant,
-                agent_id,
-            )
-            assignments = [Assignment.from_row(r) for r in rows]
-            if not assignments:
-                return AgentView(agent_id, [], {})
-            node_rows = await conn.fetch(
-                """WITH RECURSIVE reach(skill_id) AS (
-                       SELECT unnest($2::uuid[])
-                       UNION
-                       SELECT d.depends_on_skill_id FROM skill_dependency_t d
-                       JOIN reach r ON d.skill_id = r.skill_id
-                       WHERE d.host_id = $1 AND d.active AND d.required)
-                   SELECT s.skill_id, s.name, s.description, s.active,
-                       COALESCE((SELECT array_agg(d.depends_on_skill_id ORDER BY dn.name)
-                                 FROM skill_dependency_t d JOIN skill_t dn
-                                   ON dn.host_id = d.host_id
-                                  AND dn.skill_id = d.depends_on_skill_id
-                                 WHERE d.host_id = $1 AND d.skill_id = s.skill_id
-                                   AND d.active AND d.required), '{}') AS deps
-                   FROM skill_t s WHERE s.host_id = $1
-                     AND s.skill_id IN (SELECT skill_id FROM reach)""",
-                tenant,
-                [uuid.UUID(a.skill_id) for a in assignments],
-            )
+        rows = await conn.fetch(
+            ASSIGNMENT_SELECT + " WHERE a.host_id = $1 AND a.agent_def_id = $2 AND a.active "
+            "ORDER BY a.priority DESC, a.sequence_id, s.name",
+            tenant,
+            agent_id,
+        )
+        assignments = [Assignment.from_row(r) for r in rows]
+        if not assignments:
+            return AgentView(agent_id, [], {})
+        node_rows = await conn.fetch(
+            """WITH RECURSIVE reach(skill_id) AS (
+                   SELECT unnest($2::uuid[])
+                   UNION
+                   SELECT d.depends_on_skill_id FROM skill_dependency_t d
+                   JOIN reach r ON d.skill_id = r.skill_id
+                   WHERE d.host_id = $1 AND d.active AND d.required)
+               SELECT s.skill_id, s.name, s.description, s.active,
+                   COALESCE((SELECT array_agg(d.depends_on_skill_id ORDER BY dn.name)
+                             FROM skill_dependency_t d JOIN skill_t dn
+                               ON dn.host_id = d.host_id
+                              AND dn.skill_id = d.depends_on_skill_id
+                             WHERE d.host_id = $1 AND d.skill_id = s.skill_id
+                               AND d.active AND d.required), '{}') AS deps
+               FROM skill_t s WHERE s.host_id = $1
+                 AND s.skill_id IN (SELECT skill_id FROM reach)""",
+            tenant,
+            [uuid.UUID(a.skill_id) for a in assignments],
+        )
         nodes = {
             str(r["skill_id"]): GraphNode(
                 str(r["skill_id"]),
@@ -259,8 +261,10 @@ class Relations:
             for r in rows
         ]
 
-    async def grants_of_tool(self, tool_id: str, skill_ids: Sequence[str]) -> list[Grant]:
-        rows = await self.pool.fetch(
+    async def grants_of_tool(
+        self, tool_id: str, skill_ids: Sequence[str], conn: Any = None
+    ) -> list[Grant]:
+        rows = await (conn or self.pool).fetch(
             """SELECT skill_id, tool_id, access_level, config, aggregate_version
                FROM skill_tool_t WHERE host_id = $1 AND tool_id = $2 AND active
                  AND skill_id = ANY($3)""",

@@ -263,13 +263,13 @@ class Repository:
             found[str(row["tool_id"])].append(parameter_from_row(row))
         return found
 
-    async def find_tool(self, ref: str, *, field: str = "tool") -> ToolRecord:
+    async def find_tool(self, ref: str, conn: Any = None, *, field: str = "tool") -> ToolRecord:
         """The tool ``ref`` names (name or id) with its parameters, in one query: this is on
         the path of every ExecuteTool."""
         if not ref:
             raise InvalidArgument.field(field, "is required")
         column = "tool_id" if is_uuid(ref) else "name"
-        row = await self.pool.fetchrow(
+        row = await (conn or self.pool).fetchrow(
             f"""SELECT {TOOL_COLUMNS},
                    COALESCE((SELECT jsonb_agg(jsonb_build_object(
                                  'name', p.name, 'param_type', p.param_type,

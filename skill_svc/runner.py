@@ -50,6 +50,7 @@ async def authorize(
     tool: ToolRecord,
     user_id: str,
     via_skill_id: str | None,
+    conn: Any = None,
 ) -> Permit:
     reachable = view.reachable(user_id)
     if via_skill_id is not None:
@@ -60,7 +61,7 @@ async def authorize(
             )
         allowed = set(view.closure(via_skill_id))
         reachable = {k: v for k, v in reachable.items() if k in allowed}
-    grants = await relations.grants_of_tool(tool.tool_id, list(reachable))
+    grants = await relations.grants_of_tool(tool.tool_id, list(reachable), conn)
     need = tool.required_access_level
     sufficient = [g for g in grants if level_rank(g.access_level) >= level_rank(need)]
     if not sufficient:

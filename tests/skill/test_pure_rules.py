@@ -27,17 +27,17 @@ def test_find_cycle_and_dependency_order() -> None:
         ("max(1, 5, 3)", 5),
     ],
 )
-def test_calculate(expression: str, value: float) -> None:
-    assert calculate(expression)["value"] == value
+async def test_calculate(expression: str, value: float) -> None:
+    assert (await calculate(expression))["value"] == value
 
 
 @pytest.mark.parametrize(
     "expression",
     ["__import__('os')", "x", "1 / 0", "(1).__class__", "[1, 2]", "'a' * 3", "10 ** 100000"],
 )
-def test_calculate_refuses(expression: str) -> None:
+async def test_calculate_refuses(expression: str) -> None:
     with pytest.raises(ToolFailure):
-        calculate(expression)
+        await calculate(expression)
 
 
 def test_input_schema_and_access_levels() -> None:
