@@ -148,47 +148,48 @@ class Relations:
             )
 
     async def agent_view(self, agent_id: str, conn: Any = None) -> AgentView:
-        if conn is None:
-            async with self.pool.acquire() as acquired:
-                return await self.agent_view(agent_id, acquired)
-        tenant = current_tenant()
-        rows = await conn.fetch(
-            ASSIGNMENT_SELECT + " WHERE a.host_id = $1 AND a.agent_def_id = $2 AND a.active "
-            "ORDER BY a.priority DESC, a.sequence_id, s.name",
-            tenant,
-            agent_id,
-        )
-        assignments = [Assignment.from_row(r) for r in rows]
-        if not assignments:
-            return AgentView(agent_id, [], {})
-        node_rows = await conn.fetch(
-            """WITH RECURSIVE reach(skill_id) AS (
-                   SELECT unnest($2::uuid[])
+        """The agent's active assignments and every skill they reach through required
+        dependencies, in one query (it is read on every ExecuteTool and LoadSkill)."""
+        rows = await (conn or self.pool).fetch(
+            """WITH RECURSIVE asg AS ("""
+            + ASSIGNMENT_SELECT
+            + """ WHERE a.host_id = $1 AND a.agent_def_id = $2 AND a.active),
+               reach(skill_id) AS (
+                   SELECT skill_id FROM asg
                    UNION
                    SELECT d.depends_on_skill_id FROM skill_dependency_t d
                    JOIN reach r ON d.skill_id = r.skill_id
-                   WHERE d.host_id = $1 AND d.active AND d.required)
-               SELECT s.skill_id, s.name, s.description, s.active,
-                   COALESCE((SELECT array_agg(d.depends_on_skill_id ORDER BY dn.name)
-                             FROM skill_dependency_t d JOIN skill_t dn
-                               ON dn.host_id = d.host_id
-                              AND dn.skill_id = d.depends_on_skill_id
-                             WHERE d.host_id = $1 AND d.skill_id = s.skill_id
-                               AND d.active AND d.required), '{}') AS deps
-               FROM skill_t s WHERE s.host_id = $1
-                 AND s.skill_id IN (SELECT skill_id FROM reach)""",
-            tenant,
-            [uuid.UUID(a.skill_id) for a in assignments],
+                   WHERE d.host_id = $1 AND d.active AND d.required),
+               graph AS (
+                   SELECT jsonb_agg(jsonb_build_object(
+                       'skill_id', s.skill_id, 'name', s.name,
+                       'description', s.description, 'active', s.active,
+                       'deps', COALESCE((SELECT jsonb_agg(d.depends_on_skill_id ORDER BY dn.name)
+                                         FROM skill_dependency_t d JOIN skill_t dn
+                                           ON dn.host_id = d.host_id
+                                          AND dn.skill_id = d.depends_on_skill_id
+                                         WHERE d.host_id = $1 AND d.skill_id = s.skill_id
+                                           AND d.active AND d.required), '[]'::jsonb)))
+                       AS nodes
+                   FROM skill_t s WHERE s.host_id = $1
+                     AND s.skill_id IN (SELECT skill_id FROM reach))
+               SELECT asg.*, graph.nodes FROM asg CROSS JOIN graph
+               ORDER BY asg.priority DESC, asg.sequence_id, asg.name""",
+            current_tenant(),
+            agent_id,
         )
+        if not rows:
+            return AgentView(agent_id, [], {})
+        assignments = [Assignment.from_row(r) for r in rows]
         nodes = {
-            str(r["skill_id"]): GraphNode(
-                str(r["skill_id"]),
-                r["name"],
-                r["description"],
-                r["active"],
-                [str(d) for d in r["deps"]],
+            str(n["skill_id"]): GraphNode(
+                str(n["skill_id"]),
+                n["name"],
+                n["description"],
+                n["active"],
+                [str(d) for d in n["deps"]],
             )
-            for r in node_rows
+            for n in rows[0]["nodes"] or []
         }
         return AgentView(agent_id, assignments, nodes)
 
@@ -254,29 +255,6 @@ class Relations:
                 str(r["skill_id"]),
                 str(r["tool_id"]),
                 r["name"],
-                r["access_level"],
-                dict(r["config"]),
-                r["aggregate_version"],
-            )
-            for r in rows
-        ]
-
-    async def grants_of_tool(
-        self, tool_id: str, skill_ids: Sequence[str], conn: Any = None
-    ) -> list[Grant]:
-        rows = await (conn or self.pool).fetch(
-            """SELECT skill_id, tool_id, access_level, config, aggregate_version
-               FROM skill_tool_t WHERE host_id = $1 AND tool_id = $2 AND active
-                 AND skill_id = ANY($3)""",
-            current_tenant(),
-            uuid.UUID(tool_id),
-            [uuid.UUID(s) for s in skill_ids],
-        )
-        return [
-            Grant(
-                str(r["skill_id"]),
-                str(r["tool_id"]),
-                "",
                 r["access_level"],
                 dict(r["config"]),
                 r["aggregate_version"],

@@ -17,7 +17,7 @@ import asyncpg
 
 from lightmind.errors import Aborted, AlreadyExists, InvalidArgument, NotFound
 from lightmind.tenancy import current_tenant
-from skill_svc.records import SkillRecord, ToolRecord, parameter_from_row
+from skill_svc.records import Grant, SkillRecord, ToolRecord, parameter_from_row
 from skill_svc.schema import Parameter, is_uuid
 
 SKILL_COLUMNS = (
@@ -264,11 +264,31 @@ class Repository:
         return found
 
     async def find_tool(self, ref: str, conn: Any = None, *, field: str = "tool") -> ToolRecord:
-        """The tool ``ref`` names (name or id) with its parameters, in one query: this is on
-        the path of every ExecuteTool."""
+        """The tool ``ref`` names (name or id) with its parameters, in one query."""
+        tool, _ = await self._find_tool(ref, conn, field, with_grants=False)
+        return tool
+
+    async def tool_for_execution(self, ref: str, conn: Any) -> tuple[ToolRecord, list[Grant]]:
+        """The tool with its parameters and every active grant of it, in one query: this is
+        the first read of every ExecuteTool."""
+        return await self._find_tool(ref, conn, "tool", with_grants=True)
+
+    async def _find_tool(
+        self, ref: str, conn: Any, field: str, *, with_grants: bool
+    ) -> tuple[ToolRecord, list[Grant]]:
         if not ref:
             raise InvalidArgument.field(field, "is required")
         column = "tool_id" if is_uuid(ref) else "name"
+        grants_sql = (
+            """COALESCE((SELECT jsonb_agg(jsonb_build_object(
+                             'skill_id', g.skill_id, 'access_level', g.access_level,
+                             'config', g.config, 'aggregate_version', g.aggregate_version))
+                         FROM skill_tool_t g
+                         WHERE g.host_id = t.host_id AND g.tool_id = t.tool_id AND g.active),
+                        '[]'::jsonb)"""
+            if with_grants
+            else "'[]'::jsonb"
+        )
         row = await (conn or self.pool).fetchrow(
             f"""SELECT {TOOL_COLUMNS},
                    COALESCE((SELECT jsonb_agg(jsonb_build_object(
@@ -280,7 +300,8 @@ class Repository:
                                ORDER BY p.order_index, p.name)
                              FROM tool_param_t p
                              WHERE p.host_id = t.host_id AND p.tool_id = t.tool_id
-                               AND p.active), '[]'::jsonb) AS params
+                               AND p.active), '[]'::jsonb) AS params,
+                   {grants_sql} AS grants
                 FROM tool_t t WHERE t.host_id = $1 AND t.{column} = $2""",
             current_tenant(),
             uuid.UUID(ref) if column == "tool_id" else ref,
@@ -289,7 +310,19 @@ class Repository:
             raise NotFound(
                 f"{field}: no tool {ref!r}", reason="TOOL_NOT_FOUND", metadata={"field": field}
             )
-        return ToolRecord.from_row(row, [parameter_from_row(p) for p in row["params"]])
+        tool = ToolRecord.from_row(row, [parameter_from_row(p) for p in row["params"]])
+        grants = [
+            Grant(
+                str(g["skill_id"]),
+                tool.tool_id,
+                tool.name,
+                g["access_level"],
+                dict(g["config"] or {}),
+                int(g["aggregate_version"]),
+            )
+            for g in row["grants"]
+        ]
+        return tool, grants
 
     async def get_skills(self, skill_ids: Sequence[str]) -> list[SkillRecord]:
         """The skills with these ids, in the given order (missing ones left out)."""

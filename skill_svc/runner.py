@@ -21,8 +21,8 @@ from typing import Any
 from lightmind.errors import PermissionDenied
 from lightmind.tenancy import current_tenant
 from skill_svc.executors.base import ExecutionContext, Executor, ToolFailure, ToolOutcome
-from skill_svc.records import Assignment, ToolRecord
-from skill_svc.relations import AgentView, Relations
+from skill_svc.records import Assignment, Grant, ToolRecord
+from skill_svc.relations import AgentView
 from skill_svc.schema import level_rank, validate_arguments
 
 log = logging.getLogger("lightmind.skill.runner")
@@ -44,14 +44,15 @@ class Permit:
     config: dict[str, Any]
 
 
-async def authorize(
-    relations: Relations,
+def authorize(
     view: AgentView,
     tool: ToolRecord,
+    tool_grants: list[Grant],
     user_id: str,
     via_skill_id: str | None,
-    conn: Any = None,
 ) -> Permit:
+    """The assignment (and merged config) a call runs under, from the tool's active grants;
+    PERMISSION_DENIED when no usable skill grants enough access."""
     reachable = view.reachable(user_id)
     if via_skill_id is not None:
         if via_skill_id not in reachable:
@@ -61,7 +62,7 @@ async def authorize(
             )
         allowed = set(view.closure(via_skill_id))
         reachable = {k: v for k, v in reachable.items() if k in allowed}
-    grants = await relations.grants_of_tool(tool.tool_id, list(reachable), conn)
+    grants = [g for g in tool_grants if g.skill_id in reachable]
     need = tool.required_access_level
     sufficient = [g for g in grants if level_rank(g.access_level) >= level_rank(need)]
     if not sufficient:

@@ -593,16 +593,14 @@ class SkillServicer(pb_grpc.SkillServiceServicer):
         # The read phase on one connection (one pool round trip instead of four), released
         # before the tool runs: a slow tool must not hold a database connection.
         async with self.repo.pool.acquire() as conn:
-            tool = await self.repo.find_tool(request.tool, conn)
+            tool, grants = await self.repo.tool_for_execution(request.tool, conn)
             if not tool.active:
                 raise FailedPrecondition(f"tool: {tool.name!r} is deleted", reason="TOOL_INACTIVE")
             via = await self.repo.skill_id(request.skill, conn) if request.skill else None
             view = await self.relations.agent_view(caller.agent_id, conn)
             kind = tool.implementation_type
             try:
-                permit = await runner.authorize(
-                    self.relations, view, tool, caller.user_id, via, conn
-                )
+                permit = runner.authorize(view, tool, grants, caller.user_id, via)
             except PermissionDenied:
                 metrics.TOOL_EXECUTIONS.labels(kind, "denied").inc()
                 raise
