@@ -358,3 +358,23 @@ async def test_rest_host_allow_list(database_url, embedding_server) -> None:
     finally:
         await handle.stop()
     await asyncio.sleep(0)
+
+
+async def test_tool_executions_and_pool_use_are_in_the_metrics(stub) -> None:
+    from prometheus_client import REGISTRY
+
+    def sample(outcome: str) -> float:
+        value = REGISTRY.get_sample_value(
+            "lightmind_tool_executions_total", {"type": "python", "outcome": outcome}
+        )
+        return value or 0.0
+
+    await setup_builtin_tools(stub)
+    ok, failed = sample("ok"), sample("tool_error")
+    await stub.ExecuteTool(call("calculate", {"expression": "1 + 1"}))
+    await stub.ExecuteTool(call("calculate", {"expression": "1 / 0"}))
+    assert sample("ok") == ok + 1 and sample("tool_error") == failed + 1
+    idle = REGISTRY.get_sample_value(
+        "lightmind_db_pool_connections", {"service": "skill", "state": "idle"}
+    )
+    assert idle is not None and idle >= 0
