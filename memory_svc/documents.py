@@ -20,7 +20,7 @@ from lightmind.errors import NotFound
 from lightmind.tenancy import current_tenant
 from memory_svc.chunker import Chunk
 from memory_svc.filters import Params
-from memory_svc.pagination import Cursor
+from memory_svc.pagination import Cursor, keyset_clause
 
 # asyncpg ships no type information; rows are read by column name.
 Record: TypeAlias = Any
@@ -151,8 +151,7 @@ async def list_documents(
     if filter_sql:
         where.append(filter_sql)
     if cursor is not None:
-        t, i = params.add(cursor.create_time), params.add(cursor.id)
-        where.append(f"(m.create_time, m.id) < ({t}::timestamptz, {i}::uuid)")
+        where.append(keyset_clause(cursor, params.add))
     sql = (
         f"SELECT {_COLUMNS} FROM documents m WHERE {' AND '.join(where)} "
         f"ORDER BY m.create_time DESC, m.id DESC LIMIT {params.add(limit)}"

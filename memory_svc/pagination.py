@@ -6,6 +6,7 @@ token format, signing and checks live in ``lightmind.pagination``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -43,3 +44,10 @@ def decode_cursor(tokens: PageTokens, token: str, scope: str) -> Cursor:
             "page_token", "is malformed", reason="INVALID_PAGE_TOKEN"
         ) from None
     return Cursor(_EPOCH + timedelta(microseconds=micros), ident)
+
+
+def keyset_clause(cursor: Cursor, add: Callable[[object], str], alias: str = "m") -> str:
+    """The WHERE clause that starts a newest-first page after ``cursor``; ``add`` binds a
+    parameter and returns its placeholder."""
+    t, i = add(cursor.create_time), add(cursor.id)
+    return f"({alias}.create_time, {alias}.id) < ({t}::timestamptz, {i}::uuid)"

@@ -23,7 +23,7 @@ from lightmind.errors import Aborted, FailedPrecondition, NotFound
 from lightmind.etags import parse_etag
 from lightmind.tenancy import current_tenant
 from memory_svc.filters import Params
-from memory_svc.pagination import Cursor
+from memory_svc.pagination import Cursor, keyset_clause
 from memory_svc.scopes import ORGANIZATION, SESSION, SPECS, ScopeSpec
 
 # asyncpg ships no type information; rows are read by column name.
@@ -241,8 +241,7 @@ async def list_memories(
     if filter_sql:
         where.append(filter_sql)
     if cursor is not None:
-        t, i = params.add(cursor.create_time), params.add(cursor.id)
-        where.append(f"(m.create_time, m.id) < ({t}::timestamptz, {i}::uuid)")
+        where.append(keyset_clause(cursor, params.add))
     sql = (
         f"SELECT {spec.select('m')} FROM {spec.table} m "
         f"WHERE {' AND '.join(where)}{_live(spec)} "
